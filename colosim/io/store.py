@@ -1,0 +1,204 @@
+"""Realization stores (SPEC §10): ``x`` and ``y`` float32 (N, R), contiguous,
+memory-mapped on read so that a store larger than memory works and an
+instance reads only its own rows."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from .._version import __version__
+from ..errors import InputError
+from ._hdf5 import attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
+from .atomic import atomic_path
+
+STORE_FORMAT = "colosim-store"
+USAGE_DTYPE = np.dtype("<f4")
+
+
+@dataclass
+class Store:
+    """An open, read-only realization store.
+
+    ``x`` and ``y`` are ``numpy.memmap`` views of the file; use
+    :meth:`rows` to read (and check) the rows of an instance.
+    """
+
+    path: Path
+    x: np.ndarray
+    y: np.ndarray
+    task_id: np.ndarray
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def n_tasks(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def n_realizations(self) -> int:
+        return self.x.shape[1]
+
+    @property
+    def seed(self):
+        return self.attrs.get("seed")
+
+    def rows(self, index, which: str = "x") -> np.ndarray:
+        """Rows ``index`` of ``x`` or ``y`` as an in-memory float32 array,
+        checked for NaN, infinite and negative values (SPEC §10)."""
+        if which not in ("x", "y"):
+            raise ValueError(f"which must be 'x' or 'y', not {which!r}")
+        source = self.x if which == "x" else self.y
+        index = np.asarray(index, dtype=np.int64)
+        # Reading rows in increasing file order is kinder to the page cache;
+        # the result keeps the caller's order.
+        order = np.argsort(index, kind="stable")
+        block = np.empty((index.size, source.shape[1]), dtype=USAGE_DTYPE)
+        block[order] = source[index[order]]
+        bad = ~np.isfinite(block) | (block < 0)
+        if bad.any():
+            r, t = np.argwhere(bad)[0]
+            raise InputError(
+                f"{self.path}: dataset {which!r} row {int(index[r])} column {int(t)} "
+                f"holds {block[r, t]!r} (usage must be finite and >= 0)"
+            )
+        return block
+
+    def close(self) -> None:
+        for arr in (self.x, self.y):
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None:
+                mm.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open_store(path: str | os.PathLike) -> Store:
+    """Open a store for reading; any format problem is an :class:`InputError`
+    naming the file."""
+    path = Path(path)
+    with open_h5(path, STORE_FORMAT, "colosim store") as f:
+        x = memmap_dataset(path, f, "x", USAGE_DTYPE, 2, "store")
+        y = memmap_dataset(path, f, "y", USAGE_DTYPE, 2, "store")
+        if x.shape != y.shape:
+            raise InputError(f"{path}: datasets 'x' {x.shape} and 'y' {y.shape} differ in shape")
+        if "task_id" in f:
+            task_id = np.asarray(f["task_id"][...], dtype=np.int64)
+        else:
+            raise InputError(f"{path}: store has no dataset 'task_id'")
+        if task_id.shape != (x.shape[0], 2):
+            raise InputError(f"{path}: dataset 'task_id' has shape {task_id.shape}, expected {(x.shape[0], 2)}")
+        attrs = {
+            "seed": attr_json(f, "seed"),
+            "sampling": attr_str(f, "sampling"),
+            "source": attr_json(f, "source"),
+            "colosim_version": attr_str(f, "colosim_version"),
+            "numpy_version": attr_str(f, "numpy_version"),
+        }
+    return Store(path=path, x=x, y=y, task_id=task_id, attrs=attrs)
+
+
+class StoreWriter:
+    """Write a store atomically, block of rows after block of rows.
+
+    >>> with StoreWriter(path, n_tasks=N, n_realizations=R, seed=1,
+    ...                  sampling="independent", source={...}) as w:
+    ...     w.write_rows(0, x_block, y_block)
+
+    The file appears under ``path`` only when the block exits without error;
+    every row must have been written by then.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        n_tasks: int,
+        n_realizations: int,
+        seed,
+        sampling: str,
+        source,
+        task_id: np.ndarray | None = None,
+    ):
+        self.path = Path(path)
+        self.n_tasks = int(n_tasks)
+        self.n_realizations = int(n_realizations)
+        if self.n_tasks < 1 or self.n_realizations < 1:
+            raise InputError(f"{self.path}: a store needs at least one task and one realization")
+        self._meta = dict(seed=seed, sampling=sampling, source=source)
+        self._task_id = (
+            np.zeros((self.n_tasks, 2), dtype=np.int64)
+            if task_id is None
+            else np.asarray(task_id, dtype=np.int64).reshape(self.n_tasks, 2)
+        )
+        self._written = np.zeros(self.n_tasks, dtype=bool)
+
+    def __enter__(self):
+        self._ctx = atomic_path(self.path)
+        self.tmp = self._ctx.__enter__()
+        try:
+            shape = (self.n_tasks, self.n_realizations)
+            with h5py.File(self.tmp, "w") as f:
+                create_contiguous(f, "x", shape, USAGE_DTYPE)
+                create_contiguous(f, "y", shape, USAGE_DTYPE)
+                f.create_dataset("task_id", data=self._task_id)
+                f.attrs["format"] = STORE_FORMAT
+                f.attrs["format_version"] = 1
+                f.attrs["seed"] = json.dumps(self._meta["seed"])
+                f.attrs["sampling"] = str(self._meta["sampling"])
+                f.attrs["source"] = json.dumps(self._meta["source"], sort_keys=True)
+                f.attrs["colosim_version"] = __version__
+                f.attrs["numpy_version"] = np.__version__
+                offsets = (f["x"].id.get_offset(), f["y"].id.get_offset())
+            self.x = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[0], shape=shape)
+            self.y = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[1], shape=shape)
+        except BaseException as exc:
+            self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def write_rows(self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None) -> None:
+        """Write rows ``start : start + len(x_block)`` after checking values."""
+        n = len(x_block)
+        for name, block in (("x", x_block), ("y", y_block)):
+            if block.shape != (n, self.n_realizations):
+                raise ValueError(f"{name} block has shape {block.shape}, expected {(n, self.n_realizations)}")
+            bad = ~np.isfinite(block) | (block < 0)
+            if bad.any():
+                r, t = np.argwhere(bad)[0]
+                raise InputError(
+                    f"{self.path}: row {start + r} of {name!r} would hold {block[r, t]!r} "
+                    "(usage must be finite and >= 0)"
+                )
+        self.x[start : start + n] = x_block
+        self.y[start : start + n] = y_block
+        if task_id is not None:
+            self._task_id[start : start + n] = task_id
+        self._written[start : start + n] = True
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                if not self._written.all():
+                    missing = int(np.flatnonzero(~self._written)[0])
+                    raise RuntimeError(f"{self.path}: row {missing} was never written")
+                self.x.flush()
+                self.y.flush()
+                del self.x, self.y
+                with h5py.File(self.tmp, "r+") as f:
+                    f["task_id"][...] = self._task_id
+            else:
+                self.__dict__.pop("x", None)
+                self.__dict__.pop("y", None)
+        except BaseException as err:
+            self._ctx.__exit__(type(err), err, err.__traceback__)
+            raise
+        return self._ctx.__exit__(exc_type, exc, tb)
