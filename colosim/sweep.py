@@ -36,8 +36,10 @@ def instance_rows(seed: int, k: int, n_store: int, n_tasks: int) -> np.ndarray:
 def format_value(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v)
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, np.integer):
+        return str(int(v))
     return str(v)
 
 
