@@ -73,20 +73,29 @@ def sweep(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."),
     force: bool = typer.Option(False, "--force", help="Replace results of another config at --out."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
+    backend: str = typer.Option("local", "--backend", help="local (this process) or dask."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."),
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
-    Prints a summary per grid point: mean and quartiles of m and q over instances.
+    Prints a summary per grid point: mean and quartiles of m and q over
+    instances. Finished instances are checkpointed; an interrupted sweep
+    resumes when the same command is run again.
     """
     from .config import load_config
     from .sources import resolve_store
-    from .sweep import default_output, summarize, sweep as run
+    from .sweep import Interrupted, default_output, summarize, sweep as run
 
     cfg = load_config(config)
     out = out if out is not None else default_output(cfg)
     with _progress_factory() as factory:
         store_path = resolve_store(cfg.source, cfg.path.parent, factory)
-        result = run(cfg, store_path, out, force=force, progress_factory=factory)
+        try:
+            result = run(cfg, store_path, out, force=force, progress_factory=factory,
+                         backend=backend, scheduler=scheduler)
+        except Interrupted as exc:
+            typer.echo(f"{exc}; run the same command again to resume", err=True)
+            raise typer.Exit(130) from None
     if not quiet:
         _print_summary(summarize(result.rows))
     if result.computed:
