@@ -143,6 +143,22 @@ def generate(
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 
 
+@app.command()
+@handle_errors
+def info(
+    file: Path = typer.Argument(..., help="A store, series or results file."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Scan every value and check the recorded source checksum."),
+) -> None:
+    """Print a file's format, shape, seed and provenance, and verify it."""
+    from .info import describe
+
+    lines, problems = describe(file, verify)
+    for line in lines:
+        typer.echo(line)
+    if problems:
+        raise InputError(f"{file}: " + "; ".join(problems))
+
+
 def main() -> None:  # console-script entry point
     app()
 
