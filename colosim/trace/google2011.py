@@ -99,8 +99,8 @@ class IngestReport:
         raise KeyError(name)
 
 
-ProgressFn = Callable[[str, Path, int, int, int], None]
-"""progress(kind, shard, index, n_shards, shard_bytes), called after each shard."""
+ProgressFn = Callable[[str, Path, int, int, int, int], None]
+"""progress(kind, shard, index, n_shards, shard_bytes, total_bytes), called after each shard."""
 
 
 def _check_bad_lines(on_bad_lines: str) -> None:
@@ -224,6 +224,7 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
         "(c1 IS NULL OR c3 IS NULL OR c4 IS NULL OR c6 IS NULL) AS invalid"
     )
     bad = 0
+    total = sum(p.stat().st_size for p in shards)
     for i, path in enumerate(shards):
         bad += db.read_shard(path, EVENTS_COLUMNS, select, "events_shard", on_bad_lines, _events_line_problem)
         con.execute(
@@ -231,7 +232,7 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
             "FROM events_shard GROUP BY job, idx"
         )
         if progress is not None:
-            progress("task_events", path, i, len(shards), path.stat().st_size)
+            progress("task_events", path, i, len(shards), path.stat().st_size, total)
     con.execute("DROP TABLE IF EXISTS events_shard")
     con.execute(
         "CREATE TABLE failing AS SELECT job, idx FROM event_tasks GROUP BY job, idx HAVING bool_or(failing)"
@@ -260,6 +261,7 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
     )
     bad = 0
     above = np.zeros(2, dtype=np.int64)
+    total = sum(p.stat().st_size for p in shards)
     for i, path in enumerate(shards):
         bad += db.read_shard(path, USAGE_COLUMNS, select, "usage_shard", on_bad_lines, _usage_line_problem)
         con.execute(
@@ -279,7 +281,7 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
             "CAST(inst AS FLOAT), CAST(CASE WHEN avg > 1 THEN inst ELSE avg END AS FLOAT) FROM usage_kept"
         )
         if progress is not None:
-            progress("task_usage", path, i, len(shards), path.stat().st_size)
+            progress("task_usage", path, i, len(shards), path.stat().st_size, total)
     con.execute("DROP TABLE IF EXISTS usage_shard; DROP TABLE IF EXISTS usage_kept")
     return dict(usage_bad_lines=int(bad), avg_above_1_replaced=int(above[0]), inst_above_1=int(above[1]))
 
