@@ -150,24 +150,32 @@ class _Database:
         import duckdb
 
         self.duckdb = duckdb
+        if threads is not None and threads < 1:
+            raise InputError(f"--threads must be >= 1, not {threads}")
+        if tmp_dir is not None and not Path(tmp_dir).is_dir():
+            raise InputError(f"{tmp_dir}: temporary directory not found")
         self._dir = tempfile.TemporaryDirectory(prefix="colosim-ingest-", dir=tmp_dir)
-        self.con = duckdb.connect(os.path.join(self._dir.name, "ingest.duckdb"))
-        self.con.execute(f"SET temp_directory = '{self._dir.name}/spill'")
-        self.con.execute("SET preserve_insertion_order = true")
-        self.con.execute("SET enable_progress_bar = false")
-        if threads is not None:
-            if threads < 1:
-                raise InputError(f"--threads must be >= 1, not {threads}")
-            self.con.execute(f"SET threads = {int(threads)}")
-        if memory_limit is not None:
-            try:
-                self.con.execute("SET memory_limit = ?", [str(memory_limit)])
-            except duckdb.Error as exc:
-                raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
+        self.con = None
+        try:
+            self.con = duckdb.connect(os.path.join(self._dir.name, "ingest.duckdb"))
+            self.con.execute("SET temp_directory = ?", [os.path.join(self._dir.name, "spill")])
+            self.con.execute("SET preserve_insertion_order = true")
+            self.con.execute("SET enable_progress_bar = false")
+            if threads is not None:
+                self.con.execute(f"SET threads = {int(threads)}")
+            if memory_limit is not None:
+                try:
+                    self.con.execute("SET memory_limit = ?", [str(memory_limit)])
+                except duckdb.Error as exc:
+                    raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
+        except BaseException:
+            self.close()
+            raise
 
     def close(self):
         try:
-            self.con.close()
+            if self.con is not None:
+                self.con.close()
         finally:
             self._dir.cleanup()
 
@@ -221,6 +229,7 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
     con.execute("CREATE TABLE event_tasks (job BIGINT, idx BIGINT, failing BOOLEAN)")
     select = (
         "c3 AS job, c4 AS idx, c6 AS event_type, "
+        "greatest(c2, c5, c8, c9, c10, c11, c12, c13) AS other_columns, "
         "(c1 IS NULL OR c3 IS NULL OR c4 IS NULL OR c6 IS NULL) AS invalid"
     )
     bad = 0
@@ -255,6 +264,9 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
     select = (
         "c1 AS start_time, c2 AS end_time, c3 AS job, c4 AS idx, c5 AS machine, "
         "c6 AS avg, c20 AS inst, "
+        # Unused columns are still parsed (the reader only converts the
+        # columns a query reads), so that a bad field anywhere is a bad line.
+        "greatest(c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19) AS other_columns, "
         "(c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR c4 IS NULL "
         " OR (c6 IS NOT NULL AND (isnan(c6) OR isinf(c6) OR c6 < 0)) "
         " OR (c20 IS NOT NULL AND (isnan(c20) OR isinf(c20) OR c20 < 0))) AS invalid"
