@@ -138,6 +138,8 @@ def _numeric_problem(fields, *, int_cols, required, usage_cols, skip=()) -> str 
             value = int(text) if k in int_cols else float(text)
         except ValueError:
             return f"column {k + 1} is not a number ({text[:20]!r})"
+        if k in int_cols and not -(2**63) <= value < 2**63:
+            return f"column {k + 1} is outside the 64-bit integer range"
         if k in usage_cols and not (math.isfinite(value) and value >= 0):
             return f"column {k + 1} holds {text[:20]!r} (CPU usage must be finite and >= 0)"
     return None

@@ -81,6 +81,8 @@ def _parse_row(row, width, col):
         machine = int(row[col["machine_id"]]) if "machine_id" in col and row[col["machine_id"]].strip() else -1
     except ValueError:
         return "time, collection_id, instance_index or machine_id is not an integer", None
+    if not all(-(2**63) <= v < 2**63 for v in (time, collection, index, machine)):
+        return "time, collection_id, instance_index or machine_id is outside the 64-bit range", None
     usage = []
     for name in ("random_sample_cpu_usage", "avg_cpu_usage"):
         text = row[col[name]].strip()
