@@ -348,30 +348,38 @@ _tokens = st.sampled_from(["0", "1", "7", "-3", "0.5", "1.5", "", "nan", "inf", 
 
 
 @st.composite
-def shard_text(draw):
+def shard_text(draw, widths=(19, 20, 21)):
     n_rows = draw(st.integers(0, 6))
     lines = []
     for _ in range(n_rows):
         if draw(st.booleans()):
-            width = draw(st.sampled_from([19, 20, 21]))
+            width = draw(st.sampled_from(widths))
             lines.append(",".join(draw(st.lists(_tokens, min_size=width, max_size=width))))
         else:
             lines.append(draw(st.text(alphabet="0123456789.,-e \"\t", max_size=40)))
     return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
 
 
-@settings(max_examples=25)
-@given(text=shard_text(), gz=st.booleans(), skip=st.booleans())
-def test_fuzzed_usage_shards_raise_only_input_errors(tmp_path_factory, text, gz, skip):
+@settings(max_examples=20)
+@given(usage=shard_text(), events=shard_text(widths=(12, 13, 14)), fuzz_events=st.booleans(),
+       gz=st.booleans(), cut=st.integers(0, 2), skip=st.booleans())
+def test_fuzzed_shards_raise_only_input_errors(tmp_path_factory, usage, events, fuzz_events, gz, cut, skip):
     root = tmp_path_factory.mktemp("fuzz")
-    write_shard(root / "task_events" / "e.csv", [event_row(1, 0, 0)])
-    shard = root / "task_usage" / ("u.csv.gz" if gz else "u.csv")
-    shard.parent.mkdir(parents=True)
-    shard.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    if fuzz_events:
+        shard = root / "task_events" / ("e.csv.gz" if gz else "e.csv")
+        write_shard(root / "task_usage" / "u.csv", long_task(1, 0, 3))
+        text = events
+    else:
+        shard = root / "task_usage" / ("u.csv.gz" if gz else "u.csv")
+        write_shard(root / "task_events" / "e.csv", [event_row(1, 0, 0)])
+        text = usage
+    shard.parent.mkdir(parents=True, exist_ok=True)
+    data = gzip.compress(text.encode()) if gz else text.encode()
+    shard.write_bytes(data[: max(0, len(data) - 5 * cut)])
     try:
         ingest_google2011(root, root / "s.h5", threads=1, min_records=1, on_bad_lines="skip" if skip else "error")
     except InputError as exc:
-        assert str(shard) in str(exc) or "task_usage" in str(exc)
+        assert str(shard) in str(exc) or shard.parent.name in str(exc)
         assert not (root / "s.h5").exists()
     else:
         series = open_series(root / "s.h5")

@@ -76,6 +76,7 @@ class IngestReport:
     steps: list[dict] = field(default_factory=list)
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
+    timings: dict = field(default_factory=dict)  # seconds per phase (not stored)
 
     def add_step(self, name: str, what: str, tasks: int, records: int, tasks_dropped=None, records_dropped=None):
         self.steps.append(
@@ -446,9 +447,13 @@ def ingest_google2011(
     t0 = time.perf_counter()
     db = _Database(threads, memory_limit, tmp_dir)
     try:
+        t = time.perf_counter()
         report.counts.update(read_failing_tasks(db, events, on_bad_lines, progress))
+        report.timings["task_events"] = -t + (t := time.perf_counter())
         report.counts.update(read_usage(db, usage, on_bad_lines, progress))
+        report.timings["task_usage"] = -t + (t := time.perf_counter())
         apply_filters(db, int(min_records), report)
+        report.timings["filters"] = -t + (t := time.perf_counter())
         report.counts.update(
             min_records=int(min_records),
             on_bad_lines=on_bad_lines,
@@ -462,6 +467,7 @@ def ingest_google2011(
             task_usage=[str(p) for p in usage] if len(usage) <= 20 else f"{len(usage)} shards from {usage[0].parent}",
         )
         write_output(db, out, report, source)
+        report.timings["sort_and_write"] = time.perf_counter() - t
     finally:
         db.close()
     report.seconds = time.perf_counter() - t0
