@@ -142,6 +142,139 @@ def generate(
                                  sampling=sampling, progress=advance)
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 
+# ---------------------------------------------------------------- ingest ---
+
+ingest_app = typer.Typer(
+    help="Read a real trace into a series file, applying the ingest filters (SPEC §7).",
+    no_args_is_help=True,
+)
+app.add_typer(ingest_app, name="ingest")
+
+
+def _shard_progress():
+    """A rich progress bar over shards (bytes), and the callback that feeds it."""
+    from rich.progress import (
+        BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn,
+    )
+
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        TimeElapsedColumn(), TextColumn("{task.fields[shard]}"), transient=False,
+        console=_stderr_console(),
+    )
+    bars: dict = {}
+
+    def callback(kind, path, index, n_shards, size, total):
+        if kind not in bars:
+            bars[kind] = progress.add_task(kind, total=total, shard="")
+        progress.update(bars[kind], advance=size, shard=f"{index + 1}/{n_shards} {path.name}")
+
+    return progress, callback
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_report(report, out: Path) -> None:
+    """The counts table of an ingest (SPEC §7), then the extra counts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ingest filters → {out}")
+    for name in ("step", "tasks dropped", "records dropped", "tasks left", "records left", "what"):
+        table.add_column(name, justify="left" if name in ("step", "what") else "right")
+    fmt = lambda v: "" if v is None else f"{v:,}"  # noqa: E731
+    for s in report.steps:
+        table.add_row(s["step"], fmt(s["tasks_dropped"]), fmt(s["records_dropped"]),
+                      fmt(s["tasks"]), fmt(s["records"]), s["what"])
+    console = Console()
+    console.print(table)
+    extra = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in report.counts.items())
+    console.print(extra)
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items())
+    console.print(f"{report.seconds:.1f} s" + (f" ({phases})" if phases else ""))
+
+
+@ingest_app.command("google2011")
+@handle_errors
+def ingest_google2011_cmd(
+    trace_dir: Optional[Path] = typer.Argument(
+        None, help="Folder with task_events/ and task_usage/ shards (*.csv.gz or *.csv, no header)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
+    task_events: Optional[str] = typer.Option(
+        None, "--task-events", help="task_events shards instead of TRACE_DIR/task_events: folder, glob or file."),
+    task_usage: Optional[str] = typer.Option(
+        None, "--task-usage", help="task_usage shards instead of TRACE_DIR/task_usage: folder, glob or file."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(
+        None, "--memory-limit", help="DuckDB memory limit, e.g. 4GB; beyond it DuckDB spills to --tmp-dir."),
+    on_bad_lines: str = typer.Option("error", "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+    tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
+) -> None:
+    """Ingest the Google 2011 trace (task_events + task_usage) into a series file."""
+    from .trace.google2011 import ingest_google2011
+
+    progress, callback = _shard_progress()
+    with progress:
+        report = ingest_google2011(
+            trace_dir, out, task_events=task_events, task_usage=task_usage, min_records=min_records,
+            threads=threads, memory_limit=memory_limit, on_bad_lines=on_bad_lines, tmp_dir=tmp_dir,
+            progress=callback,
+        )
+    _print_report(report, out)
+
+
+@ingest_app.command("google2019")
+@handle_errors
+def ingest_google2019_cmd(
+    paths: list[str] = typer.Argument(..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."),
+    out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    on_bad_lines: str = typer.Option("error", "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+) -> None:
+    """Ingest Google 2019 per-task instance_usage series into a series file (SPEC §7 steps 2-5)."""
+    from .trace.google2019 import ingest_google2019
+
+    progress, callback = _shard_progress()
+    with progress:
+        report = ingest_google2019(paths, out, min_records=min_records, on_bad_lines=on_bad_lines, progress=callback)
+    _print_report(report, out)
+
+
+# --------------------------------------------------------------- realize ---
+
+@app.command("realize")
+@handle_errors
+def realize_cmd(
+    series: Path = typer.Argument(..., help="Series file (from `colosim ingest`)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5, atomically)."),
+    tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
+    realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
+    seed: int = typer.Option(..., "--seed", help="Seed of the SPEC §8 recipe."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
+) -> None:
+    """Draw a realization store (x: instantaneous, y: average) from a series file (SPEC §8)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .io import open_series
+    from .io._hdf5 import sha256_file
+    from .realize import realize
+
+    source_series = open_series(series)
+    source = {"series": str(series), "sha256": sha256_file(series)}
+    with Progress(TextColumn("realize"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=_stderr_console()) as progress:
+        bar = progress.add_task("rows", total=tasks)
+        realize(source_series, out, n_tasks=tasks, n_realizations=realizations, seed=seed,
+                sampling=sampling, source=source, threads=threads,
+                progress=lambda n: progress.update(bar, advance=n))
+    typer.echo(f"wrote {out}: {tasks} tasks x {realizations} realizations ({sampling})")
+
 
 @app.command()
 @handle_errors
