@@ -1,0 +1,1005 @@
+"""Characterization of a trace (paper Section 3; SPEC §9).
+
+Every analysis the paper uses to describe the Google 2011 long tasks, computed
+for any series file (and, for the analyses that need realizations, a store):
+
+- :func:`mean_convergence` — Fig. 1: relative error of the mean of k
+  instantaneous records against the mean of all 5-minute averages;
+- :func:`task_moments`, :func:`variability_lines` — Figs. 2–3: per-task
+  standard deviations and the least-squares lines std ~ mean;
+- :func:`time_invariance` — Section 3.3: two-sample Kolmogorov–Smirnov test
+  between two random aligned windows of Delta records;
+- :func:`usage_histograms`, :func:`cluster_histograms` — Fig. 4: 100-bin
+  histograms of instantaneous usage clustered by k-means (k = 16);
+- :func:`sums_normality` — Table 1, Fig. 5: Anderson–Darling normality of the
+  sum of N tasks' realizations;
+- :func:`percentile_prediction` — Fig. 6: relative error of the Gaussian
+  prediction of the sum's high percentiles.
+
+:func:`characterize` runs them all; :func:`write_outputs` writes the CSVs,
+figures and ``report.md``. Randomness comes from
+``numpy.random.default_rng([seed, 9, analysis, unit])`` streams (``unit`` a
+fixed block or sample number), so every number is a pure function of the
+inputs and the seed, whatever the number of threads.
+
+Choices SPEC §9 leaves open (documented in ``docs/characterize.md``):
+
+- Fig. 1 draws one random order of each task's records; the k-subset is its
+  first k records (a uniformly random k-subset for each k, nested across k).
+- The std ~ mean line of each kind of data uses that data's own means.
+- Samples of tasks are nested: the sample of size N + 10 extends the one of
+  size N (SPEC §9 allows it; it is what makes paper scale affordable).
+- Without a store, the realization-based analyses use an in-memory store made
+  by SPEC §8's recipe (the ``x`` matrix ``colosim.realize.realize`` would
+  write with the same seed), of ``min(tasks, store_tasks)`` tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import scipy.stats
+from scipy.special import ndtri
+
+from .errors import InputError
+from .kernels.anderson import nested_sum_statistics
+from .realize import draw_indices, select_rows
+
+MEAN_CONVERGENCE_K = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)
+KS_DELTAS = (12, 24, 36)
+KS_ALPHA = 0.05
+HISTOGRAM_BINS = 100
+N_CLUSTERS = 16
+DEFAULT_SIZES = tuple(range(10, 501, 10))
+PERCENTILE_SIZES = (10, 20, 30, 40, 50)
+PERCENTILES = (90.0, 95.0, 99.0, 99.9)
+DEFAULT_REPETITIONS = 1000
+DEFAULT_STORE_TASKS = 5000
+DEFAULT_REALIZATIONS = 10_000
+DEFAULT_N_INIT = 10
+
+# SPEC §9: rejected iff A^2 > 0.787 / (1 + 4/n - 25/n^2).
+AD_CRITICAL_5PCT = 0.787
+# SciPy >= 1.11's own 5% critical value for the normal case (Stephens):
+# 0.752 / (1 + 0.75/n + 2.25/n^2), rounded to 3 decimals; reported beside.
+AD_CRITICAL_5PCT_STEPHENS = 0.752
+
+TASK_BLOCK = 1024  # tasks per block of the per-record analyses (fixes streams)
+SAMPLE_CHUNK = 64  # samples per call of the Table 1 kernel (progress steps)
+
+# Stream numbers of the analyses: default_rng([seed, 9, analysis, ...]).
+_STREAM_MEANS, _STREAM_KS, _STREAM_KMEANS, _STREAM_SUMS, _STREAM_PERCENTILES = 1, 2, 3, 4, 5
+
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+def _no_progress(description: str, total: int) -> Callable[[int], None]:
+    return lambda n=1: None
+
+
+def _rng(seed: int, analysis: int, *unit: int) -> np.random.Generator:
+    return np.random.default_rng([seed, 9, analysis, *unit])
+
+
+# --------------------------------------------------------------------------
+# helpers over a series
+
+
+def _lengths(series) -> np.ndarray:
+    return np.diff(np.asarray(series.offsets, dtype=np.int64))
+
+
+def _blocks(n_tasks: int, block: int = TASK_BLOCK):
+    for a in range(0, n_tasks, block):
+        yield a // block, a, min(n_tasks, a + block)
+
+
+def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``values`` (float64); 0 for empty ones."""
+    out = np.zeros(lengths.size)
+    nonempty = lengths > 0
+    if nonempty.any():
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+        out[nonempty] = np.add.reduceat(values, starts)
+    return out
+
+
+def _block_values(series, a: int, b: int, name: str) -> np.ndarray:
+    off = series.offsets
+    return np.asarray(getattr(series, name)[int(off[a]) : int(off[b])], dtype=np.float64)
+
+
+def _check_series(series) -> np.ndarray:
+    lengths = _lengths(series)
+    if lengths.size == 0 or not (lengths > 0).any():
+        raise InputError(f"{getattr(series, 'path', 'series')}: series holds no task with records")
+    return lengths
+
+
+# --------------------------------------------------------------------------
+# Fig. 1: mean convergence
+
+
+def box_stats(values: np.ndarray) -> dict:
+    """Quartiles (NumPy linear percentiles) and Tukey whiskers (the most
+    extreme values within 1.5 IQR of the quartiles), as drawn in Fig. 1."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        nan = float("nan")
+        return dict(n=0, whislo=nan, q1=nan, median=nan, q3=nan, whishi=nan, mean=nan)
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    iqr = q3 - q1
+    lo = v[v >= q1 - 1.5 * iqr].min()
+    hi = v[v <= q3 + 1.5 * iqr].max()
+    return dict(n=int(v.size), whislo=float(lo), q1=float(q1), median=float(med),
+                q3=float(q3), whishi=float(hi), mean=float(v.mean()))
+
+
+def mean_convergence(series, ks=MEAN_CONVERGENCE_K, *, seed: int = 0,
+                     progress: Optional[Progress] = None) -> dict[int, np.ndarray]:
+    """Relative difference of means for Fig. 1 (paper Section 3.2).
+
+    For each k and each task with at least k records and a non-zero mean of
+    averages: ``(mean of k instantaneous records chosen without replacement
+    - mean of all averages) / mean of all averages``.
+
+    Each task's records are put in one uniformly random order (stream
+    ``[seed, 9, 1, block]``); the k-subset is the first k records of that
+    order, hence uniformly random for each k (and nested across k).
+
+    Returns
+    -------
+    dict k -> ndarray of relative differences (tasks in series order)
+    """
+    lengths = _check_series(series)
+    advance = (progress or _no_progress)("Fig. 1 mean convergence", series.n_tasks)
+    ks = tuple(int(k) for k in ks)
+    parts: dict[int, list] = {k: [] for k in ks}
+    for bi, a, b in _blocks(series.n_tasks):
+        L = lengths[a:b]
+        inst = _block_values(series, a, b, "inst")
+        avg_mean = _segment_sums(_block_values(series, a, b, "avg"), L)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            avg_mean = avg_mean / L
+        local = np.repeat(np.arange(b - a), L)
+        keys = _rng(seed, _STREAM_MEANS, bi).random(inst.size)
+        shuffled = np.append(inst[np.lexsort((keys, local))], 0.0)
+        starts = np.concatenate(([0], np.cumsum(L)[:-1]))
+        for k in ks:
+            sel = (L >= k) & (avg_mean > 0)
+            if not sel.any():
+                continue
+            st = starts[sel]
+            idx = np.empty(2 * st.size, dtype=np.int64)
+            idx[0::2] = st
+            idx[1::2] = st + k
+            mean_k = np.add.reduceat(shuffled, idx)[0::2] / k
+            parts[k].append((mean_k - avg_mean[sel]) / avg_mean[sel])
+        advance(b - a)
+    return {k: (np.concatenate(p) if p else np.empty(0)) for k, p in parts.items()}
+
+
+# --------------------------------------------------------------------------
+# Figs. 2-3: variability
+
+
+@dataclass
+class TaskMoments:
+    """Per-task float64 mean and population std (ddof = 0) of the records;
+    NaN for tasks without records."""
+
+    lengths: np.ndarray
+    mean_inst: np.ndarray
+    std_inst: np.ndarray
+    mean_avg: np.ndarray
+    std_avg: np.ndarray
+
+
+def task_moments(series, *, progress: Optional[Progress] = None) -> TaskMoments:
+    """Per-task mean and std of instantaneous and of average usage (two-pass,
+    float64)."""
+    lengths = _check_series(series)
+    n = series.n_tasks
+    out = {name: np.full(n, np.nan) for name in ("mean_inst", "std_inst", "mean_avg", "std_avg")}
+    advance = (progress or _no_progress)("Figs. 2-3 per-task moments", n)
+    for _, a, b in _blocks(n):
+        L = lengths[a:b]
+        ok = L > 0
+        for kind in ("inst", "avg"):
+            v = _block_values(series, a, b, kind)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = _segment_sums(v, L) / L
+                dev = v - np.repeat(np.where(ok, mean, 0.0), L)
+                std = np.sqrt(_segment_sums(dev * dev, L) / L)
+            out[f"mean_{kind}"][a:b][ok] = mean[ok]
+            out[f"std_{kind}"][a:b][ok] = std[ok]
+        advance(b - a)
+    return TaskMoments(lengths=lengths, **out)
+
+
+@dataclass
+class Line:
+    """Least-squares line ``std = slope * mean + intercept`` over ``n`` tasks."""
+
+    slope: float
+    intercept: float
+    rvalue: float
+    n: int
+
+
+def variability_lines(moments: TaskMoments) -> dict[str, Line]:
+    """Least-squares std ~ mean lines of Fig. 3 (``scipy.stats.linregress``),
+    for instantaneous and for average usage, each against its own means."""
+    lines = {}
+    for kind in ("inst", "avg"):
+        x = getattr(moments, f"mean_{kind}")
+        y = getattr(moments, f"std_{kind}")
+        ok = np.isfinite(x) & np.isfinite(y)
+        if ok.sum() < 2 or np.ptp(x[ok]) == 0:
+            lines[kind] = Line(float("nan"), float("nan"), float("nan"), int(ok.sum()))
+            continue
+        fit = scipy.stats.linregress(x[ok], y[ok])
+        lines[kind] = Line(float(fit.slope), float(fit.intercept), float(fit.rvalue), int(ok.sum()))
+    return lines
+
+
+# --------------------------------------------------------------------------
+# Section 3.3: time invariance
+
+
+@dataclass
+class TimeInvariance:
+    delta: int
+    tested: int
+    rejected: int
+    statistic: np.ndarray = field(repr=False)
+    pvalue: np.ndarray = field(repr=False)
+
+    @property
+    def share(self) -> float:
+        return self.rejected / self.tested if self.tested else float("nan")
+
+
+def time_invariance(series, deltas=KS_DELTAS, *, seed: int = 0, alpha: float = KS_ALPHA,
+                    progress: Optional[Progress] = None) -> dict[int, TimeInvariance]:
+    """Two-sample KS test between two distinct random windows per task.
+
+    Windows are Delta consecutive instantaneous records starting at multiples
+    of Delta (only whole windows count); tasks with fewer than 2·Delta records
+    are not tested. The two window numbers are drawn uniformly among the
+    distinct pairs (stream ``[seed, 9, 2, Delta, block]``). ``scipy.stats.ks_2samp``
+    (two-sided, ``method="auto"``) gives the p-value; a task is rejected when
+    it is below ``alpha``.
+    """
+    lengths = _check_series(series)
+    off = np.asarray(series.offsets, dtype=np.int64)
+    results = {}
+    for delta in deltas:
+        delta = int(delta)
+        if delta < 1:
+            raise InputError(f"Delta must be >= 1, not {delta}")
+        eligible = np.flatnonzero(lengths >= 2 * delta)
+        advance = (progress or _no_progress)(f"KS time invariance, Delta={delta}", eligible.size)
+        stats, pvals = [], []
+        for bi, a, b in _blocks(eligible.size, 4 * TASK_BLOCK):
+            tasks = eligible[a:b]
+            windows = lengths[tasks] // delta
+            g = _rng(seed, _STREAM_KS, delta, bi)
+            k1 = g.integers(0, windows)
+            k2 = g.integers(0, windows - 1)
+            k2 = k2 + (k2 >= k1)
+            step = np.arange(delta)
+            first = np.asarray(series.inst[(off[tasks] + k1 * delta)[:, None] + step], dtype=np.float64)
+            second = np.asarray(series.inst[(off[tasks] + k2 * delta)[:, None] + step], dtype=np.float64)
+            res = scipy.stats.ks_2samp(first, second, axis=1, method="auto")
+            stats.append(np.atleast_1d(res.statistic))
+            pvals.append(np.atleast_1d(res.pvalue))
+            advance(b - a)
+        statistic = np.concatenate(stats) if stats else np.empty(0)
+        pvalue = np.concatenate(pvals) if pvals else np.empty(0)
+        results[delta] = TimeInvariance(delta, int(eligible.size), int((pvalue < alpha).sum()),
+                                        statistic, pvalue)
+    return results
+
+
+# --------------------------------------------------------------------------
+# Fig. 4: clusters
+
+
+def usage_histograms(series, *, progress: Optional[Progress] = None) -> np.ndarray:
+    """Per-task histograms of instantaneous usage (SPEC §9): 100 bins of width
+    0.01, bin ``min(99, floor(100 * v))`` in float64, normalized to sum 1.
+    Tasks without records get an all-zero row."""
+    lengths = _check_series(series)
+    n = series.n_tasks
+    hist = np.zeros((n, HISTOGRAM_BINS))
+    advance = (progress or _no_progress)("Fig. 4 histograms", n)
+    for _, a, b in _blocks(n):
+        L = lengths[a:b]
+        v = _block_values(series, a, b, "inst")
+        bins = np.minimum(HISTOGRAM_BINS - 1, np.floor(100.0 * v)).astype(np.int64)
+        local = np.repeat(np.arange(b - a), L)
+        counts = np.bincount(local * HISTOGRAM_BINS + bins, minlength=(b - a) * HISTOGRAM_BINS)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            block = counts.reshape(b - a, HISTOGRAM_BINS) / L[:, None]
+        hist[a:b] = np.where(L[:, None] > 0, block, 0.0)
+        advance(b - a)
+    return hist
+
+
+@dataclass
+class Clusters:
+    """k-means result, clusters ordered by decreasing share (ties: centroid
+    order of the fit)."""
+
+    centroids: np.ndarray  # (k, 100)
+    counts: np.ndarray  # (k,)
+    labels: np.ndarray  # (n,) cluster of each clustered task
+    inertia: float
+    notes: list = field(default_factory=list)
+
+    @property
+    def shares(self) -> np.ndarray:
+        return self.counts / self.counts.sum()
+
+
+def cluster_histograms(hist: np.ndarray, *, n_clusters: int = N_CLUSTERS, n_init: int = DEFAULT_N_INIT,
+                       seed: int = 0) -> Clusters:
+    """k-means (Euclidean, k-means++ initialization, ``n_init`` runs, the best
+    kept) of the per-task histograms with scikit-learn's ``KMeans``.
+
+    The fit runs on one OpenMP thread: scikit-learn merges per-thread partial
+    sums in completion order, which would make the last bits (and rarely a
+    label) depend on the thread count.
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    from threadpoolctl import threadpool_limits
+
+    hist = np.asarray(hist, dtype=np.float64)
+    if hist.shape[0] < n_clusters:
+        raise InputError(f"k-means needs at least {n_clusters} tasks, the series has {hist.shape[0]}")
+    random_state = int(_rng(seed, _STREAM_KMEANS).integers(0, 2**31 - 1))
+    notes = []
+    with threadpool_limits(limits=1, user_api="openmp"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state).fit(hist)
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            notes.append(f"k-means: {w.message}")
+    counts = np.bincount(km.labels_, minlength=n_clusters)
+    order = np.argsort(-counts, kind="stable")
+    relabel = np.empty(n_clusters, dtype=np.int64)
+    relabel[order] = np.arange(n_clusters)
+    return Clusters(centroids=km.cluster_centers_[order], counts=counts[order],
+                    labels=relabel[km.labels_], inertia=float(km.inertia_), notes=notes)
+
+
+# --------------------------------------------------------------------------
+# Table 1, Fig. 5: sums of tasks
+
+
+def ad_critical_value(n: int) -> float:
+    """SPEC §9's 5% critical value of A^2 for n realizations."""
+    return AD_CRITICAL_5PCT / (1.0 + 4.0 / n - 25.0 / n**2)
+
+
+def ad_critical_value_stephens(n: int) -> float:
+    """SciPy >= 1.11's 5% critical value (``scipy.stats.anderson``)."""
+    return float(np.around(AD_CRITICAL_5PCT_STEPHENS / (1.0 + 0.75 / n + 2.25 / n**2), 3))
+
+
+def nested_samples(n_store: int, size: int, first: int, count: int, seed: int, stream: int) -> np.ndarray:
+    """Rows of samples ``first .. first + count - 1``: sample r is
+    ``default_rng([seed, 9, stream, r]).choice(n_store, size, replace=False)``;
+    its first N rows are the sample of size N."""
+    return np.stack([_rng(seed, stream, r).choice(n_store, size, replace=False)
+                     for r in range(first, first + count)]).astype(np.int64)
+
+
+@dataclass
+class SumsNormality:
+    sizes: np.ndarray
+    a2: np.ndarray  # (repetitions, len(sizes))
+    total_mean: np.ndarray  # (repetitions, len(sizes))
+    n_realizations: int
+
+    @property
+    def rejected(self) -> np.ndarray:
+        return (self.a2 > ad_critical_value(self.n_realizations)).sum(axis=0)
+
+    @property
+    def rejected_stephens(self) -> np.ndarray:
+        return (self.a2 > ad_critical_value_stephens(self.n_realizations)).sum(axis=0)
+
+    @property
+    def undefined(self) -> np.ndarray:
+        return np.isnan(self.a2).sum(axis=0)
+
+    @property
+    def share(self) -> np.ndarray:
+        return self.rejected / self.a2.shape[0]
+
+    def at(self, n: int):
+        """(share rejected, mean total usage) at size n, or None."""
+        hit = np.flatnonzero(self.sizes == n)
+        if hit.size == 0:
+            return None
+        j = int(hit[0])
+        return float(self.share[j]), float(self.total_mean[:, j].mean())
+
+
+def _check_x(x, where) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:
+        raise InputError(f"{where}: realizations must form a (tasks, R >= 2) matrix, not {x.shape}")
+    return x
+
+
+def sums_normality(x, sizes=DEFAULT_SIZES, *, repetitions: int = DEFAULT_REPETITIONS, seed: int = 0,
+                   where: str = "store", progress: Optional[Progress] = None) -> SumsNormality:
+    """Anderson–Darling normality of sums of N random tasks (Table 1).
+
+    Sample r (stream ``[seed, 9, 4, r]``) is a random ordering of max(sizes)
+    distinct store rows; its first N rows are the sample of size N (nested
+    samples, SPEC §9). For each, the float64 sum of the rows' realizations is
+    tested with the Numba A^2 (:mod:`colosim.kernels.anderson`), which
+    equals ``scipy.stats.anderson``'s statistic.
+    """
+    x = _check_x(x, where)
+    sizes = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
+    if sizes.size == 0 or sizes[0] < 1 or sizes[-1] > x.shape[0]:
+        raise InputError(f"{where}: sizes must lie in 1..{x.shape[0]} (the store's tasks)")
+    if repetitions < 1:
+        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+    a2 = np.empty((repetitions, sizes.size))
+    total = np.empty_like(a2)
+    advance = (progress or _no_progress)("Table 1 A-D on sums of N tasks", repetitions)
+    for first in range(0, repetitions, SAMPLE_CHUNK):
+        count = min(SAMPLE_CHUNK, repetitions - first)
+        samples = nested_samples(x.shape[0], int(sizes[-1]), first, count, seed, _STREAM_SUMS)
+        a, t, bad = nested_sum_statistics(x, samples, sizes)
+        if (bad >= 0).any():
+            row = int(bad[bad >= 0][0])
+            raise InputError(f"{where}: dataset 'x' row {row} holds a NaN, infinite or negative value")
+        a2[first : first + count] = a
+        total[first : first + count] = t
+        advance(count)
+    return SumsNormality(sizes=sizes, a2=a2, total_mean=total, n_realizations=int(x.shape[1]))
+
+
+def _rows(x, rows, where) -> np.ndarray:
+    block = np.asarray(x[np.asarray(rows)], dtype=np.float64)
+    bad = ~np.isfinite(block) | (block < 0)
+    if bad.any():
+        r = int(np.argwhere(bad)[0][0])
+        raise InputError(f"{where}: dataset 'x' row {int(rows[r])} holds a NaN, infinite or negative value")
+    return block
+
+
+@dataclass
+class SumExamples:
+    """Fig. 5: the realized sums of a few samples and their fitted Gaussians."""
+
+    size: int
+    sums: np.ndarray  # (count, R)
+    mu: np.ndarray  # sum of the tasks' means
+    sigma: np.ndarray  # sqrt of the sum of the tasks' variances (ddof = 0)
+
+
+def sum_examples(x, size: int, *, count: int = 3, seed: int = 0, where: str = "store") -> SumExamples:
+    """The first ``count`` Table 1 samples at ``size`` tasks (the same rows as
+    :func:`sums_normality` uses), summed, with mu_j = sum mu_i and
+    sigma_j = sqrt(sum sigma_i^2) from each task's realizations (paper
+    Section 3.4)."""
+    x = _check_x(x, where)
+    samples = nested_samples(x.shape[0], size, 0, count, seed, _STREAM_SUMS)
+    sums, mu, sigma = [], [], []
+    for rows in samples:
+        block = _rows(x, rows, where)
+        sums.append(np.cumsum(block, axis=0)[-1])
+        mu.append(block.mean(axis=1).sum())
+        sigma.append(math.sqrt(block.var(axis=1).sum()))
+    return SumExamples(size, np.array(sums), np.array(mu), np.array(sigma))
+
+
+# --------------------------------------------------------------------------
+# Fig. 6: percentile prediction
+
+
+@dataclass
+class PercentilePrediction:
+    sizes: np.ndarray
+    percentiles: np.ndarray
+    gaussian: np.ndarray  # (repetitions, sizes, percentiles) F^-1_{mu_j, sigma_j}(k)
+    empirical: np.ndarray  # (repetitions, sizes, percentiles) P_k
+
+    @property
+    def error(self) -> np.ndarray:
+        """(F^-1(k) - P_k) / P_k; NaN where P_k is 0."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            err = (self.gaussian - self.empirical) / self.empirical
+        return np.where(self.empirical > 0, err, np.nan)
+
+
+def percentile_prediction(x, sizes=PERCENTILE_SIZES, percentiles=PERCENTILES, *,
+                          repetitions: int = DEFAULT_REPETITIONS, seed: int = 0, where: str = "store",
+                          progress: Optional[Progress] = None) -> PercentilePrediction:
+    """Gaussian prediction of the sum's percentiles (Fig. 6, Section 3.4).
+
+    Sample r (stream ``[seed, 9, 5, r]``, nested over sizes): the sum of its
+    tasks' realizations (float64, row order); ``P_k`` its percentile by
+    NumPy's linear method; the prediction ``mu_j + sigma_j * ndtri(k/100)``
+    with ``mu_j = sum mu_i``, ``sigma_j = sqrt(sum sigma_i^2)``, mu_i and
+    sigma_i (ddof = 0) taken over the task's realizations.
+    """
+    x = _check_x(x, where)
+    sizes = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
+    percentiles = np.asarray(percentiles, dtype=np.float64)
+    if sizes.size == 0 or sizes[0] < 1 or sizes[-1] > x.shape[0]:
+        raise InputError(f"{where}: percentile sample sizes must lie in 1..{x.shape[0]}")
+    if repetitions < 1:
+        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+    z = ndtri(percentiles / 100.0)
+    gauss = np.empty((repetitions, sizes.size, percentiles.size))
+    emp = np.empty_like(gauss)
+    advance = (progress or _no_progress)("Fig. 6 percentile prediction", repetitions)
+    for r in range(repetitions):
+        rows = _rng(seed, _STREAM_PERCENTILES, r).choice(x.shape[0], int(sizes[-1]), replace=False)
+        block = _rows(x, rows, where)
+        sums = np.cumsum(block, axis=0)[sizes - 1]
+        mu = np.cumsum(block.mean(axis=1))[sizes - 1]
+        sigma = np.sqrt(np.cumsum(block.var(axis=1))[sizes - 1])
+        emp[r] = np.percentile(sums, percentiles, axis=1).T
+        gauss[r] = mu[:, None] + sigma[:, None] * z[None, :]
+        if r % 16 == 15 or r == repetitions - 1:
+            advance(r % 16 + 1)
+    return PercentilePrediction(sizes, percentiles, gauss, emp)
+
+
+# --------------------------------------------------------------------------
+# in-memory store
+
+
+def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 0,
+                      progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray]:
+    """The instantaneous matrix ``x`` of the store SPEC §8 makes from
+    ``series`` with this seed (row selection and x indices as in
+    :func:`colosim.realize.realize`; y is not needed here).
+
+    Returns (x float32 (n_tasks, n_realizations), series rows).
+    """
+    if n_realizations < 2:
+        raise InputError(f"--realizations must be >= 2, not {n_realizations}")
+    rows = select_rows(series.n_tasks, n_tasks, seed)
+    x = np.empty((n_tasks, n_realizations), dtype=np.float32)
+    advance = (progress or _no_progress)("Realizing an in-memory store", n_tasks)
+    for j, row in enumerate(rows):
+        inst, _ = series.task(int(row))
+        if len(inst) == 0:
+            raise InputError(f"series task {int(row)} has no records")
+        # The x indices are drawn first in both modes; "paired" skips the
+        # y draw, which is not needed here.
+        ix, _ = draw_indices(seed, j, len(inst), n_realizations, "paired")
+        x[j] = inst[ix]
+        if j % 256 == 255 or j == n_tasks - 1:
+            advance(j % 256 + 1)
+    return x, rows
+
+
+# --------------------------------------------------------------------------
+# everything
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"10,20,50"`` or ``"START:STOP:STEP"`` (inclusive) -> sorted sizes."""
+    text = text.strip()
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            if len(parts) != 3 or parts[2] < 1:
+                raise ValueError
+            sizes = list(range(parts[0], parts[1] + 1, parts[2]))
+        else:
+            sizes = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise InputError(f"--sizes {text!r}: expected 'A,B,C' or 'START:STOP:STEP' of integers") from None
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"--sizes {text!r}: sizes must be positive integers")
+    return tuple(sorted(set(sizes)))
+
+
+@dataclass
+class Characterization:
+    """All of Section 3 for one trace (what :func:`write_outputs` writes)."""
+
+    settings: dict
+    n_tasks: int
+    n_records: int
+    convergence: dict
+    moments: TaskMoments
+    lines: dict
+    invariance: dict
+    histograms: np.ndarray
+    clusters: Optional[Clusters]
+    sums: Optional[SumsNormality]
+    examples: Optional[SumExamples]
+    percentiles: Optional[PercentilePrediction]
+    notes: list = field(default_factory=list)
+
+
+def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
+                 sizes=DEFAULT_SIZES, percentile_sizes=PERCENTILE_SIZES, n_init: int = DEFAULT_N_INIT,
+                 store_tasks: int = DEFAULT_STORE_TASKS, realizations: int = DEFAULT_REALIZATIONS,
+                 progress: Optional[Progress] = None) -> Characterization:
+    """Run every analysis of SPEC §9 on ``series`` (and ``store`` if given).
+
+    Without a store, Table 1 and Figs. 5–6 use :func:`realize_in_memory` with
+    ``min(series tasks, store_tasks)`` tasks and ``realizations`` columns.
+    Sample sizes larger than the store's task count are dropped with a note.
+    """
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, not {seed}")
+    if repetitions < 1:
+        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+    if n_init < 1:
+        raise InputError(f"--n-init must be >= 1, not {n_init}")
+    notes: list[str] = []
+    lengths = _check_series(series)
+    convergence = mean_convergence(series, seed=seed, progress=progress)
+    moments = task_moments(series, progress=progress)
+    lines = variability_lines(moments)
+    invariance = time_invariance(series, seed=seed, progress=progress)
+    hist = usage_histograms(series, progress=progress)
+    nonempty = lengths > 0
+    clusters = None
+    if nonempty.sum() >= N_CLUSTERS:
+        tick = (progress or _no_progress)("Fig. 4 k-means (k=16)", 1)
+        clusters = cluster_histograms(hist[nonempty], n_init=n_init, seed=seed)
+        notes.extend(clusters.notes)
+        tick(1)
+    else:
+        notes.append(f"Fig. 4 skipped: k-means needs {N_CLUSTERS} tasks, the series has {int(nonempty.sum())}.")
+
+    if store is not None:
+        x = store.x
+        where = str(store.path)
+        store_desc = f"store `{store.path.name}` ({store.n_tasks} tasks × {store.n_realizations} realizations)"
+    else:
+        if store_tasks < 1:
+            raise InputError(f"--store-tasks must be >= 1, not {store_tasks}")
+        n_store = min(int(nonempty.sum()), store_tasks, series.n_tasks)
+        x, _ = realize_in_memory(series, n_store, realizations, seed=seed, progress=progress)
+        where = "in-memory store"
+        store_desc = (f"in-memory store realized from the series by SPEC §8's recipe "
+                      f"(seed {seed}, {n_store} tasks × {realizations} realizations)")
+    n_store = int(np.shape(x)[0])
+
+    kept = tuple(s for s in sizes if s <= n_store)
+    if len(kept) < len(tuple(sizes)):
+        notes.append(f"Table 1: sizes above the store's {n_store} tasks dropped "
+                     f"({', '.join(str(s) for s in sizes if s > n_store)}).")
+    sums = examples = None
+    if kept:
+        sums = sums_normality(x, kept, repetitions=repetitions, seed=seed, where=where, progress=progress)
+        examples = sum_examples(x, max(kept), seed=seed, where=where)
+    else:
+        notes.append("Table 1 and Fig. 5 skipped: no sample size fits the store.")
+    pkept = tuple(s for s in percentile_sizes if s <= n_store)
+    if len(pkept) < len(tuple(percentile_sizes)):
+        notes.append(f"Fig. 6: sample sizes above the store's {n_store} tasks dropped.")
+    pred = None
+    if pkept:
+        pred = percentile_prediction(x, pkept, repetitions=repetitions, seed=seed, where=where,
+                                     progress=progress)
+    else:
+        notes.append("Fig. 6 skipped: no sample size fits the store.")
+
+    settings = dict(seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
+                    n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
+                    source=str(getattr(series, "path", "series")))
+    return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),
+                            convergence=convergence, moments=moments, lines=lines, invariance=invariance,
+                            histograms=hist, clusters=clusters, sums=sums, examples=examples,
+                            percentiles=pred, notes=notes)
+
+
+# --------------------------------------------------------------------------
+# outputs
+
+PAPER = {
+    "slope_inst": 0.36, "intercept_inst": 0.015, "slope_avg": 0.31, "intercept_avg": 0.010,
+    "ks_share": 0.30, "share_min": 0.014, "share_max": 0.176,
+    "ad_50": 0.78, "ad_500": 0.09, "total_500": 13.5,
+}
+
+OUTPUT_FILES = (
+    "fig1_mean_convergence.png", "fig1_mean_convergence.csv",
+    "fig2_std_cdf.png", "fig2_std_cdf.csv",
+    "fig3_std_vs_mean.png", "fig3_std_vs_mean.csv", "fig3_lines.csv",
+    "ks_time_invariance.csv",
+    "fig4_clusters.png", "clusters.csv",
+    "fig5_sums.png", "fig5_sums.csv",
+    "table1.png", "table1.csv",
+    "fig6_percentile_error.png", "fig6_percentile_error.csv",
+    "report.md",
+)
+
+
+def _cell(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return str(v)
+
+
+def _write_csv(path, header, rows) -> None:
+    from .io.atomic import write_text_atomic
+
+    lines = [",".join(header)]
+    lines.extend(",".join(_cell(v) for v in row) for row in rows)
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def _pct(v, digits=1) -> str:
+    return "n/a" if v is None or not np.isfinite(v) else f"{100 * v:.{digits}f}%"
+
+
+def _num(v, digits=3) -> str:
+    return "n/a" if v is None or not np.isfinite(v) else f"{v:.{digits}f}"
+
+
+def write_outputs(result: Characterization, out_dir, *, task_id=None,
+                  progress: Optional[Progress] = None) -> list:
+    """Write the CSVs, PNG figures and ``report.md`` into ``out_dir``.
+
+    The folder is created if needed; each file is written atomically under a
+    fixed name (:data:`OUTPUT_FILES`), other files in the folder are left
+    alone. Returns the paths written.
+    """
+    from pathlib import Path
+
+    from .io.atomic import write_text_atomic
+    from .plots import section3 as plots
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: --out exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    steps = 7 + (result.clusters is not None) + 2 * (result.sums is not None) + (result.percentiles is not None)
+    advance = (progress or _no_progress)("Writing figures and tables", steps)
+
+    def done(*names):
+        written.extend(out / n for n in names)
+        advance(1)
+
+    # Fig. 1
+    ks = list(result.convergence)
+    stats = [box_stats(result.convergence[k]) for k in ks]
+    _write_csv(out / "fig1_mean_convergence.csv",
+               ["k", "tasks", "whislo", "q1", "median", "q3", "whishi", "mean"],
+               [[k, s["n"], s["whislo"], s["q1"], s["median"], s["q3"], s["whishi"], s["mean"]]
+                for k, s in zip(ks, stats)])
+    plots.save_png(plots.figure_mean_convergence(ks, stats), out / "fig1_mean_convergence.png")
+    done("fig1_mean_convergence.csv", "fig1_mean_convergence.png")
+
+    # Figs. 2-3
+    m = result.moments
+    quantiles = np.linspace(0.0, 1.0, 1001)
+    ok_i, ok_a = np.isfinite(m.std_inst), np.isfinite(m.std_avg)
+    q_inst = np.quantile(m.std_inst[ok_i], quantiles)
+    q_avg = np.quantile(m.std_avg[ok_a], quantiles)
+    _write_csv(out / "fig2_std_cdf.csv", ["cdf", "std_inst", "std_avg"],
+               zip(quantiles, q_inst, q_avg))
+    plots.save_png(plots.figure_std_cdf(quantiles, q_inst, q_avg), out / "fig2_std_cdf.png")
+    done("fig2_std_cdf.csv", "fig2_std_cdf.png")
+    tid = np.asarray(task_id) if task_id is not None else np.column_stack(
+        [np.arange(result.n_tasks), np.zeros(result.n_tasks, dtype=np.int64)])
+    _write_csv(out / "fig3_std_vs_mean.csv",
+               ["job_id", "task_index", "records", "mean_inst", "std_inst", "mean_avg", "std_avg"],
+               ([int(tid[i, 0]), int(tid[i, 1]), int(m.lengths[i]), m.mean_inst[i], m.std_inst[i],
+                 m.mean_avg[i], m.std_avg[i]] for i in range(result.n_tasks)))
+    _write_csv(out / "fig3_lines.csv",
+               ["data", "slope", "intercept", "rvalue", "tasks", "paper_slope", "paper_intercept"],
+               [[k, ln.slope, ln.intercept, ln.rvalue, ln.n, PAPER[f"slope_{k}"], PAPER[f"intercept_{k}"]]
+                for k, ln in result.lines.items()])
+    plots.save_png(plots.figure_std_vs_mean(m.mean_inst, m.std_inst, m.mean_avg, m.std_avg, result.lines),
+                   out / "fig3_std_vs_mean.png")
+    done("fig3_std_vs_mean.csv", "fig3_lines.csv", "fig3_std_vs_mean.png")
+
+    # Section 3.3
+    _write_csv(out / "ks_time_invariance.csv",
+               ["delta", "tasks_tested", "tasks_rejected", "share_rejected", "paper_share"],
+               [[d, v.tested, v.rejected, v.share, PAPER["ks_share"]] for d, v in result.invariance.items()])
+    done("ks_time_invariance.csv")
+
+    # Fig. 4
+    if result.clusters is not None:
+        c = result.clusters
+        header = ["cluster", "label", "tasks", "share"] + [f"h{j:02d}" for j in range(HISTOGRAM_BINS)]
+        _write_csv(out / "clusters.csv", header,
+                   [[j, chr(ord("a") + j), int(c.counts[j]), float(c.shares[j]), *c.centroids[j]]
+                    for j in range(len(c.counts))])
+        plots.save_png(plots.figure_clusters(c.centroids, c.shares), out / "fig4_clusters.png")
+        done("clusters.csv", "fig4_clusters.png")
+
+    # Table 1, Fig. 5
+    if result.sums is not None:
+        s = result.sums
+        n_rep = s.a2.shape[0]
+        _write_csv(out / "table1.csv",
+                   ["n_tasks", "samples", "rejected", "share_rejected", "undefined",
+                    "share_rejected_scipy_current", "mean_a2", "median_a2", "mean_total_usage"],
+                   [[int(s.sizes[j]), n_rep, int(s.rejected[j]), float(s.share[j]), int(s.undefined[j]),
+                     float(s.rejected_stephens[j] / n_rep), float(np.nanmean(s.a2[:, j])) if
+                     np.isfinite(s.a2[:, j]).any() else float("nan"),
+                     float(np.nanmedian(s.a2[:, j])) if np.isfinite(s.a2[:, j]).any() else float("nan"),
+                     float(s.total_mean[:, j].mean())] for j in range(s.sizes.size)])
+        plots.save_png(plots.figure_table1(s.sizes, s.share, s.rejected_stephens / n_rep), out / "table1.png")
+        done("table1.csv", "table1.png")
+        e = result.examples
+        lo, hi = float(e.sums.min()), float(e.sums.max())
+        edges = np.linspace(lo, hi if hi > lo else lo + 1e-9, 61)
+        dens = np.array([np.histogram(v, bins=edges, density=True)[0] for v in e.sums])
+        _write_csv(out / "fig5_sums.csv",
+                   ["sample", "n_tasks", "bin_left", "bin_right", "density", "mu", "sigma"],
+                   [[j, e.size, edges[b], edges[b + 1], dens[j, b], e.mu[j], e.sigma[j]]
+                    for j in range(len(dens)) for b in range(len(edges) - 1)])
+        plots.save_png(plots.figure_sums(e.size, edges, dens, e.mu, e.sigma), out / "fig5_sums.png")
+        done("fig5_sums.csv", "fig5_sums.png")
+
+    # Fig. 6
+    if result.percentiles is not None:
+        p = result.percentiles
+        err = p.error
+        _write_csv(out / "fig6_percentile_error.csv",
+                   ["sample", "n_tasks", "percentile", "gaussian", "empirical", "rel_error"],
+                   ([r, int(p.sizes[i]), float(p.percentiles[k]), p.gaussian[r, i, k], p.empirical[r, i, k],
+                     err[r, i, k]] for r in range(err.shape[0]) for i in range(err.shape[1])
+                    for k in range(err.shape[2])))
+        plots.save_png(plots.figure_percentile_error(p.sizes, p.percentiles, err),
+                       out / "fig6_percentile_error.png")
+        done("fig6_percentile_error.csv", "fig6_percentile_error.png")
+
+    write_text_atomic(out / "report.md", render_report(result, stats))
+    done("report.md")
+    return written
+
+
+def headline(result: Characterization) -> list[tuple[str, str, str]]:
+    """(quantity, paper, colosim) rows of the report's summary table."""
+    rows = []
+    for kind, name in (("inst", "instantaneous"), ("avg", "average")):
+        ln = result.lines[kind]
+        rows.append((f"std ~ mean slope, {name} (Fig. 3)", f"{PAPER[f'slope_{kind}']:.2f}", _num(ln.slope)))
+        rows.append((f"std ~ mean intercept, {name} (Fig. 3)", f"{PAPER[f'intercept_{kind}']:.3f}",
+                     _num(ln.intercept, 4)))
+    for d, v in result.invariance.items():
+        paper = "about 30%" if d == 12 else "similar to Delta = 12"
+        rows.append((f"KS rejection of time invariance, Delta = {d} (§3.3)", paper,
+                     f"{_pct(v.share)} of {v.tested} tasks"))
+    if result.clusters is not None:
+        sh = result.clusters.shares
+        rows.append(("k-means (k = 16) cluster shares (Fig. 4)", "1.4% to 17.6%",
+                     f"{_pct(sh.min())} to {_pct(sh.max())}"))
+        mass = result.clusters.centroids[:, 30:].sum(axis=1) @ result.clusters.shares
+        rows.append(("histogram mass above 0.30 CPU (Fig. 4)", "mostly 0", _pct(mass, 2)))
+    if result.sums is not None:
+        for n in (50, 500):
+            at = result.sums.at(n)
+            paper = "78%" if n == 50 else "about 9%"
+            rows.append((f"A-D rejection at N = {n} (Table 1)", paper,
+                         _pct(at[0]) if at else "not computed (size not in --sizes)"))
+        at = result.sums.at(500)
+        rows.append(("mean total usage of N = 500 tasks (Fig. 5)", "13.5",
+                     _num(at[1], 2) if at else "not computed (size not in --sizes)"))
+    if result.percentiles is not None:
+        p = result.percentiles
+        err = p.error
+        med = np.nanmedian(err, axis=0)
+        q1, q3 = np.nanpercentile(err, 25, axis=0), np.nanpercentile(err, 75, axis=0)
+        rows.append(("Gaussian percentile error, median over samples (Fig. 6)", "close to 0",
+                     f"{_num(np.nanmin(med))} to {_num(np.nanmax(med))} across sizes and percentiles"))
+        first, last = 0, len(p.sizes) - 1
+        k99 = int(np.argmin(np.abs(p.percentiles - 99.0)))
+        rows.append((f"Gaussian percentile error, IQR at the {p.percentiles[k99]:g}th percentile (Fig. 6)",
+                     "smaller for more tasks",
+                     f"{_num(q3[first, k99] - q1[first, k99])} at N = {p.sizes[first]}, "
+                     f"{_num(q3[last, k99] - q1[last, k99])} at N = {p.sizes[last]}"))
+        k_top = int(np.argmax(p.percentiles))
+        rows.append((f"Gaussian error at the {p.percentiles[k_top]:g}th percentile, median (Fig. 6)",
+                     "negative (rare events underestimated)",
+                     f"{_num(med[first, k_top])} at N = {p.sizes[first]}, "
+                     f"{_num(med[last, k_top])} at N = {p.sizes[last]}"))
+    return rows
+
+
+def render_report(result: Characterization, fig1_stats=None) -> str:
+    """``report.md``: settings, the paper-vs-colosim table, the figures."""
+    st = result.settings
+    out = ["# Trace characterization (paper Section 3)", ""]
+    out.append(f"Series `{st['source']}`: {result.n_tasks} tasks, {result.n_records} records. "
+               f"Realization-based analyses (Table 1, Figs. 5-6) use the {st['store']}.")
+    out.append(f"Seed {st['seed']}; {st['repetitions']} random samples per size; samples are **nested** "
+               "(the sample of N + 10 tasks extends the one of N tasks, SPEC §9); "
+               f"k-means with {st['n_init']} initializations.")
+    out.append("")
+    out.append("## Paper vs this trace")
+    out.append("")
+    out.append("| quantity | paper | this trace |")
+    out.append("|---|---|---|")
+    out.extend(f"| {a} | {b} | {c} |" for a, b, c in headline(result))
+    out.append("")
+    if result.notes:
+        out.append("Notes:")
+        out.append("")
+        out.extend(f"- {n}" for n in result.notes)
+        out.append("")
+
+    out += ["## Mean convergence (Fig. 1)", "", "![Fig. 1](fig1_mean_convergence.png)", "",
+            "| k | tasks | q1 | median | q3 |", "|---|---|---|---|---|"]
+    ks = list(result.convergence)
+    stats = fig1_stats or [box_stats(result.convergence[k]) for k in ks]
+    out.extend(f"| {k} | {s['n']} | {_num(s['q1'])} | {_num(s['median'])} | {_num(s['q3'])} |"
+               for k, s in zip(ks, stats))
+    out += ["", "Data: `fig1_mean_convergence.csv`.", ""]
+
+    out += ["## Variability (Figs. 2-3)", "", "![Fig. 2](fig2_std_cdf.png)", "",
+            "![Fig. 3](fig3_std_vs_mean.png)", "",
+            "Least-squares lines (each data against its own per-task means, population std): "
+            "`fig3_lines.csv`; per-task values `fig3_std_vs_mean.csv`, CDF `fig2_std_cdf.csv`.", ""]
+
+    out += ["## Time invariance (Section 3.3)", "",
+            "Two distinct random windows of Delta records aligned at multiples of Delta, "
+            "two-sample KS test (SciPy, exact or asymptotic as it chooses), rejected at 5%.", "",
+            "| Delta | tasks tested | rejected | share |", "|---|---|---|---|"]
+    out.extend(f"| {d} | {v.tested} | {v.rejected} | {_pct(v.share)} |" for d, v in result.invariance.items())
+    out += ["", "Data: `ks_time_invariance.csv`.", ""]
+
+    if result.clusters is not None:
+        out += ["## Clusters (Fig. 4)", "", "![Fig. 4](fig4_clusters.png)", "",
+                "Shares: " + ", ".join(f"({chr(ord('a') + j)}) {_pct(s)}"
+                                       for j, s in enumerate(result.clusters.shares)) + ".",
+                "", "Centroids and shares: `clusters.csv`.", ""]
+
+    if result.sums is not None:
+        s = result.sums
+        n_rep = s.a2.shape[0]
+        out += ["## Sums of tasks (Table 1, Fig. 5)", "", "![Table 1](table1.png)", "",
+                "![Fig. 5](fig5_sums.png)", "",
+                f"A-D statistic of the sum's {s.n_realizations} realizations, rejected at 5% when "
+                f"A^2 > 0.787 / (1 + 4/n - 25/n^2) = {ad_critical_value(s.n_realizations):.4f} (SPEC §9). "
+                f"SciPy's current 5% value ({ad_critical_value_stephens(s.n_realizations):.3f}) is shown "
+                "beside it.", "",
+                "| N | rejected (SPEC) | rejected (SciPy current) | mean total usage |", "|---|---|---|---|"]
+        out.extend(f"| {int(s.sizes[j])} | {_pct(s.share[j])} | {_pct(s.rejected_stephens[j] / n_rep)} | "
+                   f"{_num(float(s.total_mean[:, j].mean()), 2)} |" for j in range(s.sizes.size))
+        out += ["", "Data: `table1.csv`, `fig5_sums.csv`.", ""]
+
+    if result.percentiles is not None:
+        p = result.percentiles
+        err = p.error
+        out += ["## Percentile prediction (Fig. 6)", "", "![Fig. 6](fig6_percentile_error.png)", "",
+                "Relative error (Gaussian estimate - empirical percentile) / empirical percentile: "
+                "median [q1, q3] over samples.", "",
+                "| N | " + " | ".join(f"{k:g}th" for k in p.percentiles) + " |",
+                "|---|" + "---|" * len(p.percentiles)]
+        for i, n in enumerate(p.sizes):
+            cells = []
+            for k in range(len(p.percentiles)):
+                e = err[:, i, k]
+                e = e[np.isfinite(e)]
+                cells.append("n/a" if e.size == 0 else
+                             f"{np.median(e):+.4f} [{np.percentile(e, 25):+.4f}, {np.percentile(e, 75):+.4f}]")
+            out.append(f"| {int(n)} | " + " | ".join(cells) + " |")
+        out += ["", "Data: `fig6_percentile_error.csv`.", ""]
+    return "\n".join(out)
