@@ -7,6 +7,7 @@ failure while writing; 130 when interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from pathlib import Path
@@ -43,6 +44,94 @@ def handle_errors(func):
     return wrapper
 
 
+@contextlib.contextmanager
+def progress_bar(description: str, total: int):
+    """A rich progress bar on stderr; yields ``advance(n)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)
+
+
+@contextlib.contextmanager
+def _progress_factory():
+    """A factory of progress callbacks whose bars are closed on exit."""
+    stack = contextlib.ExitStack()
+    with stack:
+        yield lambda description, total: stack.enter_context(progress_bar(description, total))
+
+
+@app.command()
+@handle_errors
+def sweep(
+    config: Path = typer.Argument(..., help="Sweep config (TOML): source, instances, grid."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."),
+    force: bool = typer.Option(False, "--force", help="Replace results of another config at --out."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
+) -> None:
+    """Run every grid point of CONFIG on every instance and write a results CSV.
+
+    Prints a summary per grid point: mean and quartiles of m and q over instances.
+    """
+    from .config import load_config
+    from .sources import resolve_store
+    from .sweep import default_output, summarize, sweep as run
+
+    cfg = load_config(config)
+    out = out if out is not None else default_output(cfg)
+    with _progress_factory() as factory:
+        store_path = resolve_store(cfg.source, cfg.path.parent, factory)
+        result = run(cfg, store_path, out, force=force, progress_factory=factory)
+    if not quiet:
+        _print_summary(summarize(result.rows))
+    if result.computed:
+        typer.echo(f"wrote {out} ({len(result.rows)} rows, {result.elapsed:.1f} s)", err=True)
+    else:
+        typer.echo(f"{out} is up to date with {config}; nothing recomputed", err=True)
+
+
+def _print_summary(summary: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="m and q over instances: mean [q1, median, q3]")
+    for name in ("estimator", "algorithm", "c", "clairv.", "data", "rebal.", "h", "n", "m_abs", "m", "q"):
+        table.add_column(name, justify="right" if name not in ("estimator", "algorithm", "data") else "left")
+    for s in summary:
+        table.add_row(
+            s["estimator"], s["algorithm"], f"{s['capacity']:g}", f"{s['clairvoyance']:g}", s["data"],
+            "yes" if s["rebalance"] else "no", f"{s['headroom']:g}", str(s["instances"]),
+            f"{s['m_abs_mean']:.1f}",
+            f"{s['m_mean']:.3f} [{s['m_q1']:.3f}, {s['m_median']:.3f}, {s['m_q3']:.3f}]",
+            f"{s['q_mean']:.2e} [{s['q_q1']:.1e}, {s['q_median']:.1e}, {s['q_q3']:.1e}]",
+        )
+    Console().print(table)
+
+
+@app.command()
+@handle_errors
+def generate(
+    out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5)."),
+    tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
+    realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
+    seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired (SPEC 8)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
+) -> None:
+    """Realize N tasks of the built-in synthetic population into a store."""
+    from .sources import generate_synthetic_store
+
+    if out.exists() and not force:
+        raise InputError(f"{out}: exists already (pass --force to replace it)")
+    with progress_bar(f"generate {out.name}", tasks) as advance:
+        generate_synthetic_store(out, n_tasks=tasks, n_realizations=realizations, seed=seed,
+                                 sampling=sampling, progress=advance)
+    typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 @app.command()
 @handle_errors
 def characterize(
