@@ -132,6 +132,8 @@ def generate(
         generate_synthetic_store(out, n_tasks=tasks, n_realizations=realizations, seed=seed,
                                  sampling=sampling, progress=advance)
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
+
+
 @app.command()
 @handle_errors
 def characterize(
@@ -174,12 +176,12 @@ def characterize(
         result = ch.characterize(series_file, store_file, seed=seed, repetitions=repetitions, sizes=size_list,
                                  n_init=n_init, store_tasks=store_tasks, realizations=realizations,
                                  progress=start)
-        ch.write_outputs(result, out, task_id=series_file.task_id, progress=start)
+        written = ch.write_outputs(result, out, task_id=series_file.task_id, progress=start)
     if store_file is not None:
         store_file.close()
     for note in result.notes:
         console.print(f"note: {note}")
-    typer.echo(f"wrote {len(ch.OUTPUT_FILES)} files to {out} (summary: {out / 'report.md'})")
+    typer.echo(f"wrote {len(written)} files to {out} (summary: {out / 'report.md'})")
 
 
 def main() -> None:  # console-script entry point
