@@ -193,3 +193,28 @@ def test_api_rejects_bad_arrays(bad, culprit):
         colosim.violations(bad, np.zeros(len(np.atleast_2d(bad)), dtype=int))
     with pytest.raises(ValueError, match=culprit):
         colosim.run(bad)
+
+
+@given(rng=usage, shape=st.tuples(st.integers(1, 30), st.integers(1, 300)), distinct=st.integers(1, 8),
+       levels=st.lists(st.floats(0, 100), min_size=1, max_size=6))
+def test_percentiles_equal_numpy_bit_for_bit(rng, shape, distinct, levels):
+    # realizations resampled from a few records repeat values: selection must
+    # handle long runs of duplicates exactly as NumPy's sort-based method
+    obs = (rng.integers(0, distinct, size=shape) * rng.random()).astype(np.float32)
+    s = compute_statistics(obs, levels)
+    want = np.percentile(obs.astype(np.float64), s.percentile_levels, axis=1).T
+    np.testing.assert_array_equal(s.percentiles, want)
+
+
+def test_every_shipped_config_is_valid():
+    from pathlib import Path
+
+    from colosim.config import load_config
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
+    assert {c.name for c in configs} >= {"baseline.toml", "clairvoyance.toml", "capacity.toml",
+                                          "inst_vs_avg.toml", "rebalancing.toml", "firstfit_vs_bestfit.toml"}
+    for c in configs:
+        cfg = load_config(c)
+        assert cfg.instances.count == 50 and cfg.instances.tasks == 1000
+        assert cfg.source.realizations == 10000 and cfg.points()

@@ -5,7 +5,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .._jit import pjit
+from .._jit import jit, pjit
 
 
 @pjit
@@ -40,9 +40,7 @@ def task_statistics(observed, levels):
         var[i] = ss / k
         maximum[i] = mx
         if n_levels > 0:
-            ordered = np.sort(row.astype(np.float64))
-            for p in range(n_levels):
-                perc[i, p] = _linear_percentile(ordered, levels[p])
+            _percentiles(row.astype(np.float64), levels, perc[i])
     return mean, var, maximum, perc
 
 
@@ -59,23 +57,71 @@ def row_means(x):
     return out
 
 
-def _linear_percentile_py(ordered, level):
-    # NumPy's linear method: virtual index (k - 1) * q, then a lerp that is
-    # evaluated from the upper end when the fraction is >= 0.5.
-    k = ordered.shape[0]
-    index = (k - 1) * (level / 100.0)
-    lo = math.floor(index)
-    gamma = index - lo
-    lo = int(lo)
-    hi = min(lo + 1, k - 1)
-    a = ordered[lo]
-    b = ordered[hi]
+@jit
+def _select(a, lo, hi, k):
+    """Reorder ``a[lo:hi + 1]`` in place so that ``a[k]`` is its k-th
+    smallest, smaller-or-equal values before it and greater-or-equal after
+    (Hoare quickselect, median-of-three pivot; duplicates split evenly)."""
+    while hi > lo:
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+
+
+@jit
+def _percentiles(values, levels, out):
+    """Percentiles at ascending ``levels`` of ``values`` (reordered in place)
+    by NumPy's linear method, with selection instead of a full sort: each
+    level needs only the order statistics at floor(index) and the next one,
+    and after selecting one rank the next level's search starts above it."""
+    k = values.shape[0]
+    start = 0
+    for p in range(levels.shape[0]):
+        index = (k - 1) * (levels[p] / 100.0)
+        lo = int(math.floor(index))
+        gamma = index - lo
+        if lo < start:  # same rank as the previous level: already in place
+            lo_value = values[lo]
+        else:
+            _select(values, start, k - 1, lo)
+            lo_value = values[lo]
+            start = lo
+        if lo + 1 < k:
+            hi_value = values[lo + 1]
+            for t in range(lo + 2, k):  # smallest value above rank lo
+                if values[t] < hi_value:
+                    hi_value = values[t]
+        else:
+            hi_value = lo_value
+        out[p] = _lerp(lo_value, hi_value, gamma)
+
+
+@jit
+def _lerp(a, b, gamma):
+    # NumPy's linear method evaluates the lerp from the upper end when the
+    # fraction is >= 0.5
     diff = b - a
     if gamma >= 0.5:
         return b - diff * (1.0 - gamma)
     return a + diff * gamma
-
-
-from .._jit import jit as _jit  # noqa: E402
-
-_linear_percentile = _jit(_linear_percentile_py)
