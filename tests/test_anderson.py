@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from colosim.kernels.anderson import anderson_darling_normal, nested_sum_statistics
+from colosim.kernels.anderson import anderson_darling_normal, nested_sum_statistics, sort_float64
 
 
 def scipy_a2(values) -> float:
@@ -41,6 +41,12 @@ def test_statistic_equals_scipy(x):
 def test_statistic_equals_scipy_on_shapes(make):
     x = make(np.random.default_rng(7))
     assert anderson_darling_normal(x) == pytest.approx(scipy_a2(x), rel=1e-9)
+
+
+@given(hnp.arrays(np.float64, st.integers(0, 400),
+                  elements=st.floats(allow_nan=False) | st.sampled_from([0.0, -0.0, 1.5, -2.0])))
+def test_radix_sort_equals_numpy_sort(x):
+    assert np.array_equal(sort_float64(x), np.sort(x))
 
 
 def test_rows_equal_single_samples_and_constant_is_nan():

