@@ -620,6 +620,13 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(sizes)))
 
 
+def _list_sizes(sizes) -> str:
+    sizes = list(sizes)
+    if len(sizes) <= 4:
+        return ", ".join(str(s) for s in sizes)
+    return f"{sizes[0]}, {sizes[1]}, ..., {sizes[-1]}; {len(sizes)} sizes"
+
+
 @dataclass
 class Characterization:
     """All of Section 3 for one trace (what :func:`write_outputs` writes)."""
@@ -689,7 +696,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     kept = tuple(s for s in sizes if s <= n_store)
     if len(kept) < len(tuple(sizes)):
         notes.append(f"Table 1: sizes above the store's {n_store} tasks dropped "
-                     f"({', '.join(str(s) for s in sizes if s > n_store)}).")
+                     f"({_list_sizes([s for s in sizes if s > n_store])}).")
     sums = examples = None
     if kept:
         sums = sums_normality(x, kept, repetitions=repetitions, seed=seed, where=where, progress=progress)
@@ -698,7 +705,8 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
         notes.append("Table 1 and Fig. 5 skipped: no sample size fits the store.")
     pkept = tuple(s for s in percentile_sizes if s <= n_store)
     if len(pkept) < len(tuple(percentile_sizes)):
-        notes.append(f"Fig. 6: sample sizes above the store's {n_store} tasks dropped.")
+        notes.append(f"Fig. 6: sample sizes above the store's {n_store} tasks dropped "
+                     f"({_list_sizes([s for s in percentile_sizes if s > n_store])}).")
     pred = None
     if pkept:
         pred = percentile_prediction(x, pkept, repetitions=repetitions, seed=seed, where=where,
@@ -716,296 +724,13 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
 
 
 # --------------------------------------------------------------------------
-# outputs
-
-PAPER = {
-    "slope_inst": 0.36, "intercept_inst": 0.015, "slope_avg": 0.31, "intercept_avg": 0.010,
-    "ks_share": 0.30, "share_min": 0.014, "share_max": 0.176,
-    "ad_50": 0.78, "ad_500": 0.09, "total_500": 13.5,
-}
-
-OUTPUT_FILES = (
-    "fig1_mean_convergence.png", "fig1_mean_convergence.csv",
-    "fig2_std_cdf.png", "fig2_std_cdf.csv",
-    "fig3_std_vs_mean.png", "fig3_std_vs_mean.csv", "fig3_lines.csv",
-    "ks_time_invariance.csv",
-    "fig4_clusters.png", "clusters.csv",
-    "fig5_sums.png", "fig5_sums.csv",
-    "table1.png", "table1.csv",
-    "fig6_percentile_error.png", "fig6_percentile_error.csv",
-    "report.md",
-)
-
-
-def _cell(v) -> str:
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (float, np.floating)):
-        return repr(float(v))
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    return str(v)
-
-
-def _write_csv(path, header, rows) -> None:
-    from .io.atomic import write_text_atomic
-
-    lines = [",".join(header)]
-    lines.extend(",".join(_cell(v) for v in row) for row in rows)
-    write_text_atomic(path, "\n".join(lines) + "\n")
-
-
-def _pct(v, digits=1) -> str:
-    return "n/a" if v is None or not np.isfinite(v) else f"{100 * v:.{digits}f}%"
-
-
-def _num(v, digits=3) -> str:
-    return "n/a" if v is None or not np.isfinite(v) else f"{v:.{digits}f}"
+# outputs (figures, CSVs, report.md) live in colosim.plots.section3
 
 
 def write_outputs(result: Characterization, out_dir, *, task_id=None,
                   progress: Optional[Progress] = None) -> list:
-    """Write the CSVs, PNG figures and ``report.md`` into ``out_dir``.
+    """Write the figures, CSVs and ``report.md`` of ``result`` into
+    ``out_dir``; see :func:`colosim.plots.section3.write_outputs`."""
+    from .plots.section3 import write_outputs as _write
 
-    The folder is created if needed; each file is written atomically under a
-    fixed name (:data:`OUTPUT_FILES`), other files in the folder are left
-    alone. Returns the paths written.
-    """
-    from pathlib import Path
-
-    from .io.atomic import write_text_atomic
-    from .plots import section3 as plots
-
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: --out exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    steps = 5 + (result.clusters is not None) + 2 * (result.sums is not None) + (result.percentiles is not None)
-    advance = (progress or _no_progress)("Writing figures and tables", steps)
-
-    def done(*names):
-        written.extend(out / n for n in names)
-        advance(1)
-
-    # Fig. 1
-    ks = list(result.convergence)
-    stats = [box_stats(result.convergence[k]) for k in ks]
-    _write_csv(out / "fig1_mean_convergence.csv",
-               ["k", "tasks", "whislo", "q1", "median", "q3", "whishi", "mean"],
-               [[k, s["n"], s["whislo"], s["q1"], s["median"], s["q3"], s["whishi"], s["mean"]]
-                for k, s in zip(ks, stats)])
-    plots.save_png(plots.figure_mean_convergence(ks, stats), out / "fig1_mean_convergence.png")
-    done("fig1_mean_convergence.csv", "fig1_mean_convergence.png")
-
-    # Figs. 2-3
-    m = result.moments
-    quantiles = np.linspace(0.0, 1.0, 1001)
-    ok_i, ok_a = np.isfinite(m.std_inst), np.isfinite(m.std_avg)
-    q_inst = np.quantile(m.std_inst[ok_i], quantiles)
-    q_avg = np.quantile(m.std_avg[ok_a], quantiles)
-    _write_csv(out / "fig2_std_cdf.csv", ["cdf", "std_inst", "std_avg"],
-               zip(quantiles, q_inst, q_avg))
-    plots.save_png(plots.figure_std_cdf(quantiles, q_inst, q_avg), out / "fig2_std_cdf.png")
-    done("fig2_std_cdf.csv", "fig2_std_cdf.png")
-    tid = np.asarray(task_id) if task_id is not None else np.column_stack(
-        [np.arange(result.n_tasks), np.zeros(result.n_tasks, dtype=np.int64)])
-    _write_csv(out / "fig3_std_vs_mean.csv",
-               ["job_id", "task_index", "records", "mean_inst", "std_inst", "mean_avg", "std_avg"],
-               ([int(tid[i, 0]), int(tid[i, 1]), int(m.lengths[i]), m.mean_inst[i], m.std_inst[i],
-                 m.mean_avg[i], m.std_avg[i]] for i in range(result.n_tasks)))
-    _write_csv(out / "fig3_lines.csv",
-               ["data", "slope", "intercept", "rvalue", "tasks", "paper_slope", "paper_intercept"],
-               [[k, ln.slope, ln.intercept, ln.rvalue, ln.n, PAPER[f"slope_{k}"], PAPER[f"intercept_{k}"]]
-                for k, ln in result.lines.items()])
-    plots.save_png(plots.figure_std_vs_mean(m.mean_inst, m.std_inst, m.mean_avg, m.std_avg, result.lines),
-                   out / "fig3_std_vs_mean.png")
-    done("fig3_std_vs_mean.csv", "fig3_lines.csv", "fig3_std_vs_mean.png")
-
-    # Section 3.3
-    _write_csv(out / "ks_time_invariance.csv",
-               ["delta", "tasks_tested", "tasks_rejected", "share_rejected", "paper_share"],
-               [[d, v.tested, v.rejected, v.share, PAPER["ks_share"]] for d, v in result.invariance.items()])
-    done("ks_time_invariance.csv")
-
-    # Fig. 4
-    if result.clusters is not None:
-        c = result.clusters
-        header = ["cluster", "label", "tasks", "share"] + [f"h{j:02d}" for j in range(HISTOGRAM_BINS)]
-        _write_csv(out / "clusters.csv", header,
-                   [[j, chr(ord("a") + j), int(c.counts[j]), float(c.shares[j]), *c.centroids[j]]
-                    for j in range(len(c.counts))])
-        plots.save_png(plots.figure_clusters(c.centroids, c.shares), out / "fig4_clusters.png")
-        done("clusters.csv", "fig4_clusters.png")
-
-    # Table 1, Fig. 5
-    if result.sums is not None:
-        s = result.sums
-        n_rep = s.a2.shape[0]
-        _write_csv(out / "table1.csv",
-                   ["n_tasks", "samples", "rejected", "share_rejected", "undefined",
-                    "share_rejected_scipy_current", "mean_a2", "median_a2", "mean_total_usage"],
-                   [[int(s.sizes[j]), n_rep, int(s.rejected[j]), float(s.share[j]), int(s.undefined[j]),
-                     float(s.rejected_stephens[j] / n_rep), float(np.nanmean(s.a2[:, j])) if
-                     np.isfinite(s.a2[:, j]).any() else float("nan"),
-                     float(np.nanmedian(s.a2[:, j])) if np.isfinite(s.a2[:, j]).any() else float("nan"),
-                     float(s.total_mean[:, j].mean())] for j in range(s.sizes.size)])
-        plots.save_png(plots.figure_table1(s.sizes, s.share, s.rejected_stephens / n_rep), out / "table1.png")
-        done("table1.csv", "table1.png")
-        e = result.examples
-        lo, hi = float(e.sums.min()), float(e.sums.max())
-        edges = np.linspace(lo, hi if hi > lo else lo + 1e-9, 61)
-        dens = np.array([np.histogram(v, bins=edges, density=True)[0] for v in e.sums])
-        _write_csv(out / "fig5_sums.csv",
-                   ["sample", "n_tasks", "bin_left", "bin_right", "density", "mu", "sigma"],
-                   [[j, e.size, edges[b], edges[b + 1], dens[j, b], e.mu[j], e.sigma[j]]
-                    for j in range(len(dens)) for b in range(len(edges) - 1)])
-        plots.save_png(plots.figure_sums(e.size, edges, dens, e.mu, e.sigma), out / "fig5_sums.png")
-        done("fig5_sums.csv", "fig5_sums.png")
-
-    # Fig. 6
-    if result.percentiles is not None:
-        p = result.percentiles
-        err = p.error
-        _write_csv(out / "fig6_percentile_error.csv",
-                   ["sample", "n_tasks", "percentile", "gaussian", "empirical", "rel_error"],
-                   ([r, int(p.sizes[i]), float(p.percentiles[k]), p.gaussian[r, i, k], p.empirical[r, i, k],
-                     err[r, i, k]] for r in range(err.shape[0]) for i in range(err.shape[1])
-                    for k in range(err.shape[2])))
-        plots.save_png(plots.figure_percentile_error(p.sizes, p.percentiles, err),
-                       out / "fig6_percentile_error.png")
-        done("fig6_percentile_error.csv", "fig6_percentile_error.png")
-
-    write_text_atomic(out / "report.md", render_report(result, stats))
-    done("report.md")
-    return written
-
-
-def headline(result: Characterization) -> list[tuple[str, str, str]]:
-    """(quantity, paper, colosim) rows of the report's summary table."""
-    rows = []
-    for kind, name in (("inst", "instantaneous"), ("avg", "average")):
-        ln = result.lines[kind]
-        rows.append((f"std ~ mean slope, {name} (Fig. 3)", f"{PAPER[f'slope_{kind}']:.2f}", _num(ln.slope)))
-        rows.append((f"std ~ mean intercept, {name} (Fig. 3)", f"{PAPER[f'intercept_{kind}']:.3f}",
-                     _num(ln.intercept, 4)))
-    for d, v in result.invariance.items():
-        paper = "about 30%" if d == 12 else "similar to Delta = 12"
-        rows.append((f"KS rejection of time invariance, Delta = {d} (§3.3)", paper,
-                     f"{_pct(v.share)} of {v.tested} tasks"))
-    if result.clusters is not None:
-        sh = result.clusters.shares
-        rows.append(("k-means (k = 16) cluster shares (Fig. 4)", "1.4% to 17.6%",
-                     f"{_pct(sh.min())} to {_pct(sh.max())}"))
-        mass = result.clusters.centroids[:, 30:].sum(axis=1) @ result.clusters.shares
-        rows.append(("histogram mass above 0.30 CPU (Fig. 4)", "mostly 0", _pct(mass, 2)))
-    if result.sums is not None:
-        for n in (50, 500):
-            at = result.sums.at(n)
-            paper = "78%" if n == 50 else "about 9%"
-            rows.append((f"A-D rejection at N = {n} (Table 1)", paper,
-                         _pct(at[0]) if at else "not computed (size not in --sizes)"))
-        at = result.sums.at(500)
-        rows.append(("mean total usage of N = 500 tasks (Fig. 5)", "13.5",
-                     _num(at[1], 2) if at else "not computed (size not in --sizes)"))
-    if result.percentiles is not None:
-        p = result.percentiles
-        err = p.error
-        med = np.nanmedian(err, axis=0)
-        q1, q3 = np.nanpercentile(err, 25, axis=0), np.nanpercentile(err, 75, axis=0)
-        rows.append(("Gaussian percentile error, median over samples (Fig. 6)", "close to 0",
-                     f"{_num(np.nanmin(med))} to {_num(np.nanmax(med))} across sizes and percentiles"))
-        first, last = 0, len(p.sizes) - 1
-        k99 = int(np.argmin(np.abs(p.percentiles - 99.0)))
-        rows.append((f"Gaussian percentile error, IQR at the {p.percentiles[k99]:g}th percentile (Fig. 6)",
-                     "smaller for more tasks",
-                     f"{_num(q3[first, k99] - q1[first, k99])} at N = {p.sizes[first]}, "
-                     f"{_num(q3[last, k99] - q1[last, k99])} at N = {p.sizes[last]}"))
-        k_top = int(np.argmax(p.percentiles))
-        rows.append((f"Gaussian error at the {p.percentiles[k_top]:g}th percentile, median (Fig. 6)",
-                     "negative (rare events underestimated)",
-                     f"{_num(med[first, k_top])} at N = {p.sizes[first]}, "
-                     f"{_num(med[last, k_top])} at N = {p.sizes[last]}"))
-    return rows
-
-
-def render_report(result: Characterization, fig1_stats=None) -> str:
-    """``report.md``: settings, the paper-vs-colosim table, the figures."""
-    st = result.settings
-    out = ["# Trace characterization (paper Section 3)", ""]
-    out.append(f"Series `{st['source']}`: {result.n_tasks} tasks, {result.n_records} records. "
-               f"Realization-based analyses (Table 1, Figs. 5-6) use the {st['store']}.")
-    out.append(f"Seed {st['seed']}; {st['repetitions']} random samples per size; samples are **nested** "
-               "(the sample of N + 10 tasks extends the one of N tasks, SPEC §9); "
-               f"k-means with {st['n_init']} initializations.")
-    out.append("")
-    out.append("## Paper vs this trace")
-    out.append("")
-    out.append("| quantity | paper | this trace |")
-    out.append("|---|---|---|")
-    out.extend(f"| {a} | {b} | {c} |" for a, b, c in headline(result))
-    out.append("")
-    if result.notes:
-        out.append("Notes:")
-        out.append("")
-        out.extend(f"- {n}" for n in result.notes)
-        out.append("")
-
-    out += ["## Mean convergence (Fig. 1)", "", "![Fig. 1](fig1_mean_convergence.png)", "",
-            "| k | tasks | q1 | median | q3 |", "|---|---|---|---|---|"]
-    ks = list(result.convergence)
-    stats = fig1_stats or [box_stats(result.convergence[k]) for k in ks]
-    out.extend(f"| {k} | {s['n']} | {_num(s['q1'])} | {_num(s['median'])} | {_num(s['q3'])} |"
-               for k, s in zip(ks, stats))
-    out += ["", "Data: `fig1_mean_convergence.csv`.", ""]
-
-    out += ["## Variability (Figs. 2-3)", "", "![Fig. 2](fig2_std_cdf.png)", "",
-            "![Fig. 3](fig3_std_vs_mean.png)", "",
-            "Least-squares lines (each data against its own per-task means, population std): "
-            "`fig3_lines.csv`; per-task values `fig3_std_vs_mean.csv`, CDF `fig2_std_cdf.csv`.", ""]
-
-    out += ["## Time invariance (Section 3.3)", "",
-            "Two distinct random windows of Delta records aligned at multiples of Delta, "
-            "two-sample KS test (SciPy, exact or asymptotic as it chooses), rejected at 5%.", "",
-            "| Delta | tasks tested | rejected | share |", "|---|---|---|---|"]
-    out.extend(f"| {d} | {v.tested} | {v.rejected} | {_pct(v.share)} |" for d, v in result.invariance.items())
-    out += ["", "Data: `ks_time_invariance.csv`.", ""]
-
-    if result.clusters is not None:
-        out += ["## Clusters (Fig. 4)", "", "![Fig. 4](fig4_clusters.png)", "",
-                "Shares: " + ", ".join(f"({chr(ord('a') + j)}) {_pct(s)}"
-                                       for j, s in enumerate(result.clusters.shares)) + ".",
-                "", "Centroids and shares: `clusters.csv`.", ""]
-
-    if result.sums is not None:
-        s = result.sums
-        n_rep = s.a2.shape[0]
-        out += ["## Sums of tasks (Table 1, Fig. 5)", "", "![Table 1](table1.png)", "",
-                "![Fig. 5](fig5_sums.png)", "",
-                f"A-D statistic of the sum's {s.n_realizations} realizations, rejected at 5% when "
-                f"A^2 > 0.787 / (1 + 4/n - 25/n^2) = {ad_critical_value(s.n_realizations):.4f} (SPEC §9). "
-                f"SciPy's current 5% value ({ad_critical_value_stephens(s.n_realizations):.3f}) is shown "
-                "beside it.", "",
-                "| N | rejected (SPEC) | rejected (SciPy current) | mean total usage |", "|---|---|---|---|"]
-        out.extend(f"| {int(s.sizes[j])} | {_pct(s.share[j])} | {_pct(s.rejected_stephens[j] / n_rep)} | "
-                   f"{_num(float(s.total_mean[:, j].mean()), 2)} |" for j in range(s.sizes.size))
-        out += ["", "Data: `table1.csv`, `fig5_sums.csv`.", ""]
-
-    if result.percentiles is not None:
-        p = result.percentiles
-        err = p.error
-        out += ["## Percentile prediction (Fig. 6)", "", "![Fig. 6](fig6_percentile_error.png)", "",
-                "Relative error (Gaussian estimate - empirical percentile) / empirical percentile: "
-                "median [q1, q3] over samples.", "",
-                "| N | " + " | ".join(f"{k:g}th" for k in p.percentiles) + " |",
-                "|---|" + "---|" * len(p.percentiles)]
-        for i, n in enumerate(p.sizes):
-            cells = []
-            for k in range(len(p.percentiles)):
-                e = err[:, i, k]
-                e = e[np.isfinite(e)]
-                cells.append("n/a" if e.size == 0 else
-                             f"{np.median(e):+.4f} [{np.percentile(e, 25):+.4f}, {np.percentile(e, 75):+.4f}]")
-            out.append(f"| {int(n)} | " + " | ".join(cells) + " |")
-        out += ["", "Data: `fig6_percentile_error.csv`.", ""]
-    return "\n".join(out)
+    return _write(result, out_dir, task_id=task_id, progress=progress)

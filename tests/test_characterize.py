@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from colosim import characterize as ch
 from colosim.cli import app
+from colosim.plots.section3 import OUTPUT_FILES
 from colosim.io import StoreWriter, open_series, open_store, write_series
 from colosim.realize import realize
 
@@ -255,7 +256,7 @@ def test_cli_end_to_end(tiny):
     res = runner.invoke(app, ["characterize", str(series), "--store", str(store), "--out", str(out),
                               "--repetitions", "12", "--sizes", "10,20", "--n-init", "2", "--seed", "3"])
     assert res.exit_code == 0, res.output
-    for name in ch.OUTPUT_FILES:
+    for name in OUTPUT_FILES:
         assert (out / name).stat().st_size > 0, name
     assert (out / "keep.txt").read_text() == "mine"
     table = read_csv(out / "table1.csv")
