@@ -598,6 +598,33 @@ def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 
     return x, rows
 
 
+def as_series(source, *, progress: Optional[Progress] = None):
+    """``source`` itself when it is a :class:`~colosim.io.Series`; otherwise
+    (any SPEC §8 ``SeriesSource``, e.g. a synthetic population generated on
+    demand) an in-memory :class:`~colosim.io.Series` of all its tasks, in
+    order. Record start times are the record numbers × 300 s."""
+    from .io import Series
+
+    if hasattr(source, "offsets") and hasattr(source, "inst"):
+        return source
+    n = int(source.n_tasks)
+    inst, avg = [], []
+    advance = (progress or _no_progress)("Reading the population's tasks", n)
+    for k in range(n):
+        i, a = source.task(k)
+        inst.append(np.asarray(i, dtype=np.float32))
+        avg.append(np.asarray(a, dtype=np.float32))
+        if k % 256 == 255 or k == n - 1:
+            advance(k % 256 + 1)
+    lengths = np.array([len(v) for v in inst], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    start = np.concatenate([np.arange(t, dtype=np.int64) * 300_000_000 for t in lengths]) if n else np.empty(0, np.int64)
+    cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, np.float32))
+    return Series(path=None, task_id=np.asarray(source.task_id, dtype=np.int64).reshape(n, 2),
+                  offsets=offsets, inst=cat(inst), avg=cat(avg), start_time=start,
+                  attrs={"source": getattr(source, "source", None)})
+
+
 # --------------------------------------------------------------------------
 # everything
 
@@ -644,6 +671,7 @@ class Characterization:
     examples: Optional[SumExamples]
     percentiles: Optional[PercentilePrediction]
     notes: list = field(default_factory=list)
+    task_id: Optional[np.ndarray] = None
 
 
 def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
@@ -663,6 +691,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     if n_init < 1:
         raise InputError(f"--n-init must be >= 1, not {n_init}")
     notes: list[str] = []
+    series = as_series(series, progress=progress)
     lengths = _check_series(series)
     convergence = mean_convergence(series, seed=seed, progress=progress)
     moments = task_moments(series, progress=progress)
@@ -716,11 +745,11 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
 
     settings = dict(seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
                     n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
-                    source=str(getattr(series, "path", "series")))
+                    source=str(series.path) if getattr(series, "path", None) else "in-memory series")
     return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),
                             convergence=convergence, moments=moments, lines=lines, invariance=invariance,
                             histograms=hist, clusters=clusters, sums=sums, examples=examples,
-                            percentiles=pred, notes=notes)
+                            percentiles=pred, notes=notes, task_id=np.asarray(series.task_id))
 
 
 # --------------------------------------------------------------------------

@@ -176,7 +176,7 @@ def characterize(
         result = ch.characterize(series_file, store_file, seed=seed, repetitions=repetitions, sizes=size_list,
                                  n_init=n_init, store_tasks=store_tasks, realizations=realizations,
                                  progress=start)
-        written = ch.write_outputs(result, out, task_id=series_file.task_id, progress=start)
+        written = ch.write_outputs(result, out, progress=start)
     if store_file is not None:
         store_file.close()
     for note in result.notes:

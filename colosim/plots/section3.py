@@ -269,6 +269,7 @@ def write_outputs(result: Characterization, out_dir, *, task_id=None,
                zip(quantiles, q_inst, q_avg))
     save_png(figure_std_cdf(quantiles, q_inst, q_avg), out / "fig2_std_cdf.png")
     done("fig2_std_cdf.csv", "fig2_std_cdf.png")
+    task_id = result.task_id if task_id is None else task_id
     tid = np.asarray(task_id) if task_id is not None else np.column_stack(
         [np.arange(result.n_tasks), np.zeros(result.n_tasks, dtype=np.int64)])
     _write_csv(out / "fig3_std_vs_mean.csv",
