@@ -167,14 +167,18 @@ def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacitie
                 for k in range(pstart[u], pstart[u + 1]):
                     q = pairs[k]
                     c = capacities[pair_cap[q]]
+                    # an integer count vectorizes; the (rare) excess is
+                    # summed only where there is one
                     count = 0
-                    sev = 0.0
                     for t in range(w):
-                        if acc[t] > c:
-                            count += 1
-                            sev += (acc[t] - c) / c
-                    chunk_counts[chunk, q] += count
-                    chunk_severity[chunk, q] += sev
+                        count += acc[t] > c
+                    if count:
+                        excess = 0.0
+                        for t in range(w):
+                            if acc[t] > c:
+                                excess += (acc[t] - c) / c
+                        chunk_counts[chunk, q] += count
+                        chunk_severity[chunk, q] += excess
     counts = np.zeros(n_pairs, dtype=np.int64)
     severity = np.zeros(n_pairs)
     for chunk in range(CHUNKS):
