@@ -1,0 +1,124 @@
+"""The public Python API (SPEC §11): ``pack``, ``violations``, ``run``.
+
+This layer validates and converts; the kernels below it never see lists,
+files or configs. Invalid arguments raise :class:`colosim.InputError`, a
+:class:`ValueError`, with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError
+from .estimators import compute_statistics
+from .experiment import ALGORITHMS, GridPoint, Metrics, instance_metrics
+from .kernels.evaluate import bin_violations
+from .kernels.packing import pack_items
+
+
+def as_usage_matrix(name: str, value, *, allow_empty_columns: bool = False) -> np.ndarray:
+    """A 2-D, C-contiguous float32/float64 array of finite, non-negative
+    usage, or an :class:`InputError` naming ``name``."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise InputError(f"{name} must be a 2-D array of usage values ({exc})") from None
+    if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
+        raise InputError(f"{name} must hold numbers, not dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise InputError(f"{name} must be 2-D (tasks × realizations), not {arr.ndim}-D")
+    if arr.shape[0] < 1 or (arr.shape[1] < 1 and not allow_empty_columns):
+        raise InputError(f"{name} must have at least one task and one column, not shape {arr.shape}")
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    arr = np.ascontiguousarray(arr)
+    if not np.isfinite(arr).all():
+        raise InputError(f"{name} holds NaN or infinite values")
+    if (arr < 0).any():
+        raise InputError(f"{name} holds negative values")
+    return arr
+
+
+def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm: str = "best-fit",
+         rebalance: bool = True, headroom: float = 1.0) -> np.ndarray:
+    """Pack tasks into bins from their observed usage.
+
+    Parameters
+    ----------
+    observed : array_like, shape (n, k)
+        Observed usage of n tasks (k observations each).
+    estimator : str
+        ``av:F``, ``perc:P``, ``max``, ``cantelli:B`` or ``gpa:RHO`` (SPEC §3).
+    capacity, headroom : float
+        Bins hold ``headroom * capacity`` (SPEC §4).
+    algorithm : {"first-fit", "best-fit"}
+    rebalance : bool
+        Run the rebalancing pass after the online pass.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+        Each task's bin, bins numbered 0..m-1 in opening order.
+    """
+    observed = as_usage_matrix("observed", observed)
+    p = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom)
+    lv = [p.estimator.param] if p.estimator.needs_percentile else []
+    a, b = p.estimator.items(compute_statistics(observed, lv))
+    assign, _, _ = pack_items(np.ascontiguousarray(a), np.ascontiguousarray(b), p.estimator.z,
+                              p.headroom * p.capacity, ALGORITHMS[p.algorithm], p.rebalance)
+    return assign
+
+
+def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndarray]:
+    """Frequency of capacity violations of a packing (SPEC §5).
+
+    Returns ``(q, counts)``: ``counts[j]`` is the number of columns on which
+    bin j's summed usage exceeds ``capacity`` strictly; ``q = sum(counts) /
+    (m * e)``.
+    """
+    evaluated = as_usage_matrix("evaluated", evaluated)
+    assign = _as_assignment(assign, evaluated.shape[0])
+    p = GridPoint.make("max", capacity=capacity)
+    m = int(assign.max()) + 1
+    counts, _, _ = bin_violations(evaluated, 0, evaluated.shape[1], assign, m, p.capacity)
+    return int(counts.sum()) / (m * evaluated.shape[1]), counts
+
+
+def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm: str = "best-fit",
+        clairvoyance: float = 1.0, data: str = "inst", rebalance: bool = True,
+        headroom: float = 1.0) -> Metrics:
+    """Pack one instance from its observation columns and evaluate it on its
+    evaluation columns (SPEC §2–5).
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n, R)
+        Instantaneous and average realizations (``y`` may be None when
+        ``data = "inst"``).
+
+    Returns
+    -------
+    Metrics
+        ``m_abs``, ``m_norm``, ``m``, ``q``, ``q_max``, ``severity``,
+        ``oversize``, ``assign`` (and ``counts`` = q_j).
+    """
+    x = as_usage_matrix("x", x)
+    if y is not None:
+        y = as_usage_matrix("y", y)
+        if y.shape != x.shape:
+            raise InputError(f"y has shape {y.shape} but x has shape {x.shape}")
+    elif data == "avg":
+        raise InputError("data = 'avg' needs y")
+    point = GridPoint.make(estimator, algorithm, capacity, clairvoyance, data, rebalance, headroom)
+    return instance_metrics(x, y, [point])[0]
+
+
+def _as_assignment(assign, n: int) -> np.ndarray:
+    arr = np.asarray(assign)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise InputError(f"assign must be 1-D with one bin per task ({n}), not shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InputError(f"assign must hold integers, not dtype {arr.dtype}")
+    if (arr < 0).any():
+        raise InputError("assign holds negative bin numbers")
+    return np.ascontiguousarray(arr, dtype=np.int64)

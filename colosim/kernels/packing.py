@@ -1,0 +1,176 @@
+"""Online bin packing (First Fit, Best Fit) and rebalancing (SPEC §4).
+
+Items are ``(a_i, b_i)`` with bin load ``L(B) = sum a + z * sqrt(sum b)``
+(see ``colosim.estimators``). Loads are float64 sums in ascending instance
+position of the bin's tasks; during the online pass every new task has the
+largest position so far, so a bin's running sums are exactly those ordered
+sums. Rebalancing moves tasks into the last bin out of order, so there each
+load is recomputed from the bin's member list, kept sorted.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import jit
+
+FIRST_FIT = 0
+BEST_FIT = 1
+
+
+@jit
+def online_pack(a, b, z, cap, algorithm):
+    """First Fit or Best Fit in instance order.
+
+    Returns ``assign`` (bin of each task, bins numbered in opening order) and
+    the number of bins.
+    """
+    n = a.shape[0]
+    assign = np.empty(n, dtype=np.int64)
+    sum_a = np.empty(n)
+    sum_b = np.empty(n)
+    n_bins = 0
+    for i in range(n):
+        chosen = -1
+        best_room = np.inf
+        for j in range(n_bins):
+            load = (sum_a[j] + a[i]) + z * math.sqrt(sum_b[j] + b[i])
+            if load <= cap:
+                if algorithm == FIRST_FIT:
+                    chosen = j
+                    break
+                room = cap - load
+                if room < best_room:
+                    best_room = room
+                    chosen = j
+        if chosen < 0:
+            chosen = n_bins
+            sum_a[chosen] = 0.0
+            sum_b[chosen] = 0.0
+            n_bins += 1
+        sum_a[chosen] += a[i]
+        sum_b[chosen] += b[i]
+        assign[i] = chosen
+    return assign, n_bins
+
+
+@jit
+def _load(members, size, a, b, z, skip, extra):
+    """L of ``members[:size]`` (sorted positions) without task ``skip`` and
+    with task ``extra`` (-1 for none), summed in ascending position."""
+    sa = 0.0
+    sb = 0.0
+    inserted = extra < 0
+    for s in range(size):
+        i = members[s]
+        if not inserted and extra < i:
+            sa += a[extra]
+            sb += b[extra]
+            inserted = True
+        if i != skip:
+            sa += a[i]
+            sb += b[i]
+    if not inserted:
+        sa += a[extra]
+        sb += b[extra]
+    return sa + z * math.sqrt(sb)
+
+
+@jit
+def rebalance(assign, n_bins, a, b, z, cap):
+    """Move tasks into the last-opened bin while any is movable (SPEC §4).
+
+    A task i of bin D is movable when ``L(last + i) <= cap`` and
+    ``L(last + i) <= L(D - i)``. Donors are visited in decreasing ``L(D)``
+    (ties: lowest number); the first donor with a movable task gives the one
+    with the largest standalone load (ties: lowest position). Empty bins are
+    deleted and the rest renumbered in opening order.
+
+    Returns the new ``assign``, the number of bins and the number of moves.
+    """
+    n = assign.shape[0]
+    assign = assign.copy()
+    if n_bins < 2:
+        return assign, n_bins, 0
+    last = n_bins - 1
+    # Member lists, sorted by position: bins other than last only shrink, so
+    # they live in CSR segments of their initial size; last can grow to n.
+    size = np.zeros(n_bins, dtype=np.int64)
+    for i in range(n):
+        size[assign[i]] += 1
+    start = np.zeros(n_bins + 1, dtype=np.int64)
+    for j in range(n_bins):
+        start[j + 1] = start[j] + size[j]
+    members = np.empty(n, dtype=np.int64)
+    fill = start[:-1].copy()
+    for i in range(n):
+        j = assign[i]
+        members[fill[j]] = i
+        fill[j] += 1
+    last_members = np.empty(n, dtype=np.int64)
+    last_size = size[last]
+    last_members[:last_size] = members[start[last] : start[last] + last_size]
+
+    standalone = np.empty(n)
+    for i in range(n):
+        standalone[i] = a[i] + z * math.sqrt(b[i])
+    loads = np.empty(last)
+    for j in range(last):
+        loads[j] = _load(members[start[j] :], size[j], a, b, z, -1, -1)
+
+    moves = 0
+    while True:
+        # donors in decreasing load, ties by lowest number (stable sort of -L)
+        order = np.argsort(-loads, kind="mergesort")
+        moved = False
+        for d in order:
+            seg = members[start[d] :]
+            best = -1
+            for s in range(size[d]):
+                i = seg[s]
+                with_i = _load(last_members, last_size, a, b, z, -1, i)
+                if with_i <= cap and with_i <= _load(seg, size[d], a, b, z, i, -1):
+                    if best < 0 or standalone[i] > standalone[best]:
+                        best = i
+            if best < 0:
+                continue
+            # remove best from d (keeping order), insert into last (sorted)
+            w = 0
+            for s in range(size[d]):
+                if seg[s] != best:
+                    seg[w] = seg[s]
+                    w += 1
+            size[d] = w
+            pos = last_size
+            while pos > 0 and last_members[pos - 1] > best:
+                last_members[pos] = last_members[pos - 1]
+                pos -= 1
+            last_members[pos] = best
+            last_size += 1
+            assign[best] = last
+            loads[d] = _load(seg, size[d], a, b, z, -1, -1) if size[d] > 0 else -np.inf
+            moves += 1
+            moved = True
+            break
+        if not moved:
+            break
+    # delete empty bins, keep opening order
+    new_number = np.empty(n_bins, dtype=np.int64)
+    count = 0
+    for j in range(n_bins):
+        if (j == last and last_size > 0) or (j != last and size[j] > 0):
+            new_number[j] = count
+            count += 1
+    for i in range(n):
+        assign[i] = new_number[assign[i]]
+    return assign, count, moves
+
+
+@jit
+def pack_items(a, b, z, cap, algorithm, do_rebalance):
+    """Online packing, then rebalancing when asked; returns
+    ``(assign, n_bins, moves)``."""
+    assign, n_bins = online_pack(a, b, z, cap, algorithm)
+    if do_rebalance:
+        return rebalance(assign, n_bins, a, b, z, cap)
+    return assign, n_bins, 0

@@ -1,0 +1,127 @@
+"""Per-task statistics over the observation columns (SPEC §3)."""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._jit import jit, pjit
+
+
+@pjit
+def task_statistics(observed, levels):
+    """Mean, population variance (ddof = 0), maximum and percentiles at
+    ``levels`` (NumPy's ``method="linear"``) of each row, in float64.
+
+    Rows are independent, so the ``prange`` over rows gives the same bits
+    whatever the thread count.
+    """
+    n, k = observed.shape
+    n_levels = levels.shape[0]
+    mean = np.empty(n)
+    var = np.empty(n)
+    maximum = np.empty(n)
+    perc = np.empty((n, n_levels))
+    for i in prange(n):
+        row = observed[i]
+        s = 0.0
+        mx = -np.inf
+        for t in range(k):
+            v = np.float64(row[t])
+            s += v
+            if v > mx:
+                mx = v
+        mu = s / k
+        ss = 0.0
+        for t in range(k):
+            d = np.float64(row[t]) - mu
+            ss += d * d
+        mean[i] = mu
+        var[i] = ss / k
+        maximum[i] = mx
+        if n_levels > 0:
+            _percentiles(row.astype(np.float64), levels, perc[i])
+    return mean, var, maximum, perc
+
+
+@pjit
+def row_means(x):
+    """float64 mean of each row over all its columns (for m_norm, SPEC §5)."""
+    n, k = x.shape
+    out = np.empty(n)
+    for i in prange(n):
+        s = 0.0
+        for t in range(k):
+            s += np.float64(x[i, t])
+        out[i] = s / k
+    return out
+
+
+@jit
+def _select(a, lo, hi, k):
+    """Reorder ``a[lo:hi + 1]`` in place so that ``a[k]`` is its k-th
+    smallest, smaller-or-equal values before it and greater-or-equal after
+    (Hoare quickselect, median-of-three pivot; duplicates split evenly)."""
+    while hi > lo:
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+
+
+@jit
+def _percentiles(values, levels, out):
+    """Percentiles at ascending ``levels`` of ``values`` (reordered in place)
+    by NumPy's linear method, with selection instead of a full sort: each
+    level needs only the order statistics at floor(index) and the next one,
+    and after selecting one rank the next level's search starts above it."""
+    k = values.shape[0]
+    start = 0
+    for p in range(levels.shape[0]):
+        index = (k - 1) * (levels[p] / 100.0)
+        lo = int(math.floor(index))
+        gamma = index - lo
+        if lo < start:  # same rank as the previous level: already in place
+            lo_value = values[lo]
+        else:
+            _select(values, start, k - 1, lo)
+            lo_value = values[lo]
+            start = lo
+        if lo + 1 < k:
+            hi_value = values[lo + 1]
+            for t in range(lo + 2, k):  # smallest value above rank lo
+                if values[t] < hi_value:
+                    hi_value = values[t]
+        else:
+            hi_value = lo_value
+        out[p] = _lerp(lo_value, hi_value, gamma)
+
+
+@jit
+def _lerp(a, b, gamma):
+    # NumPy's linear method evaluates the lerp from the upper end when the
+    # fraction is >= 0.5
+    diff = b - a
+    if gamma >= 0.5:
+        return b - diff * (1.0 - gamma)
+    return a + diff * gamma

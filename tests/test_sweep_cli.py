@@ -1,0 +1,174 @@
+"""`colosim sweep` in-process: results, reuse, determinism and bad input."""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import colosim
+from colosim.cli import app
+from colosim.sweep import COLUMNS, instance_rows
+
+from .conftest import write_random_store
+
+runner = CliRunner()
+
+CONFIG = """
+[source]
+kind = "store"
+path = "store.h5"
+
+[instances]
+count = 3
+tasks = 40
+seed = 5
+
+[grid]
+estimator = ["gpa:0.01", "av:1.25", "perc:90", "max"]
+algorithm = ["first-fit", "best-fit"]
+clairvoyance = [0.1, 1.0]
+data = ["inst", "avg"]
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path, small_store, monkeypatch):
+    store_path, x, y = small_store
+    (tmp_path / "sweep.toml").write_text(CONFIG)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_sweep_writes_every_row_in_order(workdir, small_store):
+    _, x, y = small_store
+    res = invoke("sweep", "sweep.toml", "--out", "r.csv")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(Path("r.csv").read_text().splitlines()))
+    assert tuple(rows[0]) == COLUMNS
+    assert len(rows) == 3 * 4 * 2 * 2 * 2
+    assert [r["instance"] for r in rows[:32]] == ["0"] * 32
+    assert rows[0]["estimator"] == "gpa:0.01" and rows[0]["rebalance"] == "true"
+    # every row equals colosim.run on the instance's rows (SPEC §6)
+    for r in rows[::7]:
+        idx = instance_rows(5, int(r["instance"]), 120, 40)
+        want = colosim.run(x[idx], y[idx], r["estimator"], float(r["capacity"]), r["algorithm"],
+                           float(r["clairvoyance"]), r["data"], r["rebalance"] == "true", float(r["headroom"]))
+        assert int(r["m_abs"]) == want.m_abs and float(r["q"]) == want.q
+        assert float(r["severity"]) == want.severity and int(r["m_norm"]) == want.m_norm
+    meta = json.loads(Path("r.csv.json").read_text())
+    assert meta["complete"] and meta["rows"] == len(rows)
+
+
+def test_rerun_recomputes_nothing_and_same_bytes(workdir):
+    assert invoke("sweep", "sweep.toml", "--out", "a.csv").exit_code == 0
+    first = Path("a.csv").read_bytes()
+    stamp = os.stat("a.csv").st_mtime_ns
+    res = invoke("sweep", "sweep.toml", "--out", "a.csv")
+    assert res.exit_code == 0 and "nothing recomputed" in res.output
+    assert os.stat("a.csv").st_mtime_ns == stamp
+    assert invoke("sweep", "sweep.toml", "--out", "b.csv", "-q").exit_code == 0
+    assert Path("b.csv").read_bytes() == first
+
+
+def test_changed_config_does_not_mix_results(workdir):
+    assert invoke("sweep", "sweep.toml", "--out", "a.csv").exit_code == 0
+    before = Path("a.csv").read_bytes()
+    (workdir / "sweep.toml").write_text(CONFIG.replace("count = 3", "count = 2"))
+    res = invoke("sweep", "sweep.toml", "--out", "a.csv")
+    assert res.exit_code == 2 and "--force" in res.output
+    assert Path("a.csv").read_bytes() == before
+    assert invoke("sweep", "sweep.toml", "--out", "a.csv", "--force").exit_code == 0
+    assert len(Path("a.csv").read_text().splitlines()) == 1 + 2 * 32
+
+
+BAD_CONFIGS = [
+    ("[grid]\nestimator = ['gpa:0.01']\nfoo = [1]\n", "unknown key 'grid.foo'"),
+    ("[grid]\nestimator = 'gpa:0.01'\n", "grid.estimator must be a list"),
+    ("[grid]\nestimator = []\n", "grid.estimator is an empty list"),
+    ("[grid]\nestimator = ['gpa:7']\n", "gpa:7"),
+    ("[grid]\nestimator = ['gpa0.1']\n", "gpa0.1"),
+    ("[grid]\ncapacity = [0.0]\n", "capacity"),
+    ("[grid]\ncapacity = ['big']\n", "grid.capacity value 'big'"),
+    ("[grid]\nclairvoyance = [0.0]\n", "clairvoyance"),
+    ("[grid]\nclairvoyance = [0.9999]\n", "no evaluation column"),
+    ("[grid]\nheadroom = [1.5]\n", "headroom"),
+    ("[grid]\nrebalance = ['yes']\n", "grid.rebalance value 'yes'"),
+    ("[grid]\ndata = ['peak']\n", "data"),
+    ("[grid]\nalgorithm = ['next-fit']\n", "algorithm"),
+]
+
+
+@pytest.mark.parametrize("grid, message", BAD_CONFIGS)
+def test_bad_config_exits_2_with_one_line(workdir, grid, message):
+    head = CONFIG.split("[grid]")[0]
+    (workdir / "bad.toml").write_text(head + grid)
+    res = invoke("sweep", "bad.toml", "--out", "bad.csv")
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "bad.toml" in lines[0]
+    assert message in lines[0]
+    assert not (workdir / "bad.csv").exists()
+
+
+def test_more_tasks_than_store_holds(workdir):
+    (workdir / "big.toml").write_text(CONFIG.replace("tasks = 40", "tasks = 500"))
+    res = invoke("sweep", "big.toml", "--out", "x.csv")
+    assert res.exit_code == 2 and "more than the 120 tasks" in res.output
+    assert not (workdir / "x.csv").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "not found"),
+    (b"this is not hdf5", "not a readable HDF5"),
+])
+def test_missing_or_foreign_store(workdir, content, message):
+    os.remove("store.h5")
+    if content is not None:
+        Path("store.h5").write_bytes(content)
+    res = invoke("sweep", "sweep.toml", "--out", "x.csv")
+    assert res.exit_code == 2 and message in res.output and "store.h5" in res.output
+
+
+def test_truncated_store(workdir):
+    size = os.path.getsize("store.h5")
+    with open("store.h5", "r+b") as fh:
+        fh.truncate(size - 1000)
+    res = invoke("sweep", "sweep.toml", "--out", "x.csv")
+    assert res.exit_code == 2 and ("truncated" in res.output or "HDF5" in res.output)
+
+
+def test_existing_output_survives_a_failed_run(workdir):
+    Path("keep.csv").write_text("precious\n")
+    (workdir / "bad.toml").write_text(CONFIG.replace("gpa:0.01", "gpa:2"))
+    assert invoke("sweep", "bad.toml", "--out", "keep.csv").exit_code == 2
+    assert Path("keep.csv").read_text() == "precious\n"
+
+
+def test_store_with_negative_values_is_named(workdir):
+    from colosim.io import StoreWriter
+    import h5py
+
+    with h5py.File("store.h5", "r+") as f:
+        off = f["x"].id.get_offset()
+    with open("store.h5", "r+b") as fh:  # corrupt x[0, 0] behind h5py's back
+        fh.seek(off)
+        fh.write(np.float32(-1).tobytes())
+    (workdir / "all.toml").write_text(CONFIG.replace("tasks = 40", "tasks = 120"))
+    res = invoke("sweep", "all.toml", "--out", "x.csv")
+    assert res.exit_code == 2 and "row 0 column 0" in res.output
+
+
+def test_missing_config_and_bad_toml(workdir):
+    res = invoke("sweep", "nope.toml")
+    assert res.exit_code == 2 and "nope.toml: config file not found" in res.output
+    (workdir / "broken.toml").write_text("[grid\n")
+    res = invoke("sweep", "broken.toml")
+    assert res.exit_code == 2 and "invalid TOML" in res.output
