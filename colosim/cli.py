@@ -194,7 +194,7 @@ def _print_report(report, out: Path) -> None:
     console.print(table)
     extra = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in report.counts.items())
     console.print(extra)
-    phases = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items())
+    phases = ", ".join(f"{k} {v['wall']:.1f} s (cpu {v['cpu']:.1f} s)" for k, v in report.timings.items())
     console.print(f"{report.seconds:.1f} s" + (f" ({phases})" if phases else ""))
 
 
