@@ -1,0 +1,5 @@
+"""Figures (matplotlib, Agg canvas): one module per part of the paper.
+
+Figures are built on :class:`matplotlib.figure.Figure` with an Agg canvas, so
+no GUI backend and no pyplot global state are involved, and saved atomically.
+"""
