@@ -144,12 +144,12 @@ def plot(
         "the results support."),
 ) -> None:
     """Draw the paper's Section 5 figures (7-13) that the results' grid supports."""
-    from .plots.section5 import FIGURES, load_results, plot_results, supported_figures
+    from .plots.section5 import FIGURES, figures_to_draw, load_results, plot_results, supported_figures
 
     rows = load_results(results)
     support = supported_figures(rows)
-    wanted = figure or [n for n, why in support.items() if why is None]
-    if not wanted and not figure:
+    wanted = figures_to_draw(rows, figure or None)
+    if not wanted:
         raise InputError(f"{results}: supports none of Figures 7-13 ("
                          + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
     with progress_bar(f"plot {results.name}", len(wanted)) as advance:

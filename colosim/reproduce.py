@@ -458,6 +458,15 @@ EXPERIMENT_FIGURES = {
 }
 
 
+FORMATS = ("png", "svg")
+
+
+def _up_to_date(paths: list[Path], source: Path) -> bool:
+    """Whether every path exists and is no older than ``source``."""
+    t = source.stat().st_mtime_ns
+    return all(p.exists() and p.stat().st_mtime_ns >= t for p in paths)
+
+
 @dataclass
 class ExperimentRun:
     name: str
@@ -513,7 +522,10 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
         wanted = EXPERIMENT_FIGURES.get(name)
         support = supported_figures(rows)
         figures_for = [n for n in (wanted if wanted is not None else FIGURES) if support[n] is None]
-        figures = plot_results(rows, out_dir / "figures" / name, figures=figures_for)
+        fig_dir = out_dir / "figures" / name
+        figures = {n: [fig_dir / f"{FIGURES[n].stem}.{fmt}" for fmt in FORMATS] for n in figures_for}
+        if res.computed or not _up_to_date([p for ps in figures.values() for p in ps], csv):
+            figures = plot_results(rows, fig_dir, figures=figures_for, formats=FORMATS)
         seconds = time.perf_counter() - t0
         runs.append(ExperimentRun(name, cfg, csv, results, seconds, res.computed, figures))
         if log is not None:

@@ -515,26 +515,29 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats=("png", "svg")) -
     return paths
 
 
+def figures_to_draw(rows: list[dict], figures=None) -> list[int]:
+    """The figure numbers to draw: those given (each checked to be one of
+    Figures 7–13 that the rows support, else an :class:`InputError` saying
+    why), or every supported one."""
+    support = supported_figures(rows)
+    if figures is None:
+        return [n for n, why in support.items() if why is None]
+    wanted = list(dict.fromkeys(figures))
+    for n in wanted:
+        if n not in FIGURES:
+            raise InputError(f"no Figure {n} in Section 5 (known: {', '.join(map(str, FIGURES))})")
+        if support[n] is not None:
+            raise InputError(f"Figure {n} cannot be drawn from these results: {support[n]}")
+    return wanted
+
+
 def plot_results(rows: list[dict], out_dir, figures=None, formats=("png", "svg"),
                  progress=None) -> dict[int, list[Path]]:
     """Draw the supported figures (all of them, or those numbered in
-    ``figures``) into ``out_dir``; returns figure number → files written.
-
-    Asking for a figure the rows cannot support is an :class:`InputError`
-    that says why.
-    """
-    support = supported_figures(rows)
-    if figures is None:
-        wanted = [n for n, why in support.items() if why is None]
-    else:
-        wanted = list(figures)
-        for n in wanted:
-            if n not in FIGURES:
-                raise InputError(f"no Figure {n} in Section 5 (known: {', '.join(map(str, FIGURES))})")
-            if support[n] is not None:
-                raise InputError(f"Figure {n} cannot be drawn from these results: {support[n]}")
+    ``figures``, see :func:`figures_to_draw`) into ``out_dir``; returns
+    figure number → files written."""
     out = {}
-    for n in wanted:
+    for n in figures_to_draw(rows, figures):
         kind = FIGURES[n]
         fig = kind.draw(rows)
         out[n] = save_figure(fig, Path(out_dir), kind.stem, formats)
