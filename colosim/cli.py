@@ -73,20 +73,29 @@ def sweep(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."),
     force: bool = typer.Option(False, "--force", help="Replace results of another config at --out."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
+    backend: str = typer.Option("local", "--backend", help="local (this process) or dask."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."),
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
-    Prints a summary per grid point: mean and quartiles of m and q over instances.
+    Prints a summary per grid point: mean and quartiles of m and q over
+    instances. Finished instances are checkpointed; an interrupted sweep
+    resumes when the same command is run again.
     """
     from .config import load_config
     from .sources import resolve_store
-    from .sweep import default_output, summarize, sweep as run
+    from .sweep import Interrupted, default_output, summarize, sweep as run
 
     cfg = load_config(config)
     out = out if out is not None else default_output(cfg)
     with _progress_factory() as factory:
         store_path = resolve_store(cfg.source, cfg.path.parent, factory)
-        result = run(cfg, store_path, out, force=force, progress_factory=factory)
+        try:
+            result = run(cfg, store_path, out, force=force, progress_factory=factory,
+                         backend=backend, scheduler=scheduler)
+        except Interrupted as exc:
+            typer.echo(f"{exc}; run the same command again to resume", err=True)
+            raise typer.Exit(130) from None
     if not quiet:
         _print_summary(summarize(result.rows))
     if result.computed:
@@ -133,6 +142,205 @@ def generate(
                                  sampling=sampling, progress=advance)
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 
+# ---------------------------------------------------------------- ingest ---
+
+ingest_app = typer.Typer(
+    help="Read a real trace into a series file, applying the ingest filters (SPEC §7).",
+    no_args_is_help=True,
+)
+app.add_typer(ingest_app, name="ingest")
+
+
+def _shard_progress():
+    """A rich progress bar over shards (bytes), and the callback that feeds it."""
+    from rich.progress import (
+        BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn,
+    )
+
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        TimeElapsedColumn(), TextColumn("{task.fields[shard]}"), transient=False,
+        console=_stderr_console(),
+    )
+    bars: dict = {}
+
+    def callback(kind, path, index, n_shards, size, total):
+        if kind not in bars:
+            bars[kind] = progress.add_task(kind, total=total, shard="")
+        progress.update(bars[kind], advance=size, shard=f"{index + 1}/{n_shards} {path.name}")
+
+    return progress, callback
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_report(report, out: Path) -> None:
+    """The counts table of an ingest (SPEC §7), then the extra counts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ingest filters → {out}")
+    for name in ("step", "tasks dropped", "records dropped", "tasks left", "records left", "what"):
+        table.add_column(name, justify="left" if name in ("step", "what") else "right")
+    fmt = lambda v: "" if v is None else f"{v:,}"  # noqa: E731
+    for s in report.steps:
+        table.add_row(s["step"], fmt(s["tasks_dropped"]), fmt(s["records_dropped"]),
+                      fmt(s["tasks"]), fmt(s["records"]), s["what"])
+    console = Console()
+    console.print(table)
+    extra = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in report.counts.items())
+    console.print(extra)
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items())
+    console.print(f"{report.seconds:.1f} s" + (f" ({phases})" if phases else ""))
+
+
+@ingest_app.command("google2011")
+@handle_errors
+def ingest_google2011_cmd(
+    trace_dir: Optional[Path] = typer.Argument(
+        None, help="Folder with task_events/ and task_usage/ shards (*.csv.gz or *.csv, no header)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
+    task_events: Optional[str] = typer.Option(
+        None, "--task-events", help="task_events shards instead of TRACE_DIR/task_events: folder, glob or file."),
+    task_usage: Optional[str] = typer.Option(
+        None, "--task-usage", help="task_usage shards instead of TRACE_DIR/task_usage: folder, glob or file."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
+    memory_limit: Optional[str] = typer.Option(
+        None, "--memory-limit", help="DuckDB memory limit, e.g. 4GB; beyond it DuckDB spills to --tmp-dir."),
+    on_bad_lines: str = typer.Option("error", "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+    tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
+) -> None:
+    """Ingest the Google 2011 trace (task_events + task_usage) into a series file."""
+    from .trace.google2011 import ingest_google2011
+
+    progress, callback = _shard_progress()
+    with progress:
+        report = ingest_google2011(
+            trace_dir, out, task_events=task_events, task_usage=task_usage, min_records=min_records,
+            threads=threads, memory_limit=memory_limit, on_bad_lines=on_bad_lines, tmp_dir=tmp_dir,
+            progress=callback,
+        )
+    _print_report(report, out)
+
+
+@ingest_app.command("google2019")
+@handle_errors
+def ingest_google2019_cmd(
+    paths: list[str] = typer.Argument(..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."),
+    out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    on_bad_lines: str = typer.Option("error", "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+) -> None:
+    """Ingest Google 2019 per-task instance_usage series into a series file (SPEC §7 steps 2-5)."""
+    from .trace.google2019 import ingest_google2019
+
+    progress, callback = _shard_progress()
+    with progress:
+        report = ingest_google2019(paths, out, min_records=min_records, on_bad_lines=on_bad_lines, progress=callback)
+    _print_report(report, out)
+
+
+# --------------------------------------------------------------- realize ---
+
+@app.command("realize")
+@handle_errors
+def realize_cmd(
+    series: Path = typer.Argument(..., help="Series file (from `colosim ingest`)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5, atomically)."),
+    tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
+    realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
+    seed: int = typer.Option(..., "--seed", help="Seed of the SPEC §8 recipe."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
+) -> None:
+    """Draw a realization store (x: instantaneous, y: average) from a series file (SPEC §8)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .io import open_series
+    from .io._hdf5 import sha256_file
+    from .realize import realize
+
+    source_series = open_series(series)
+    source = {"series": str(series), "sha256": sha256_file(series)}
+    with Progress(TextColumn("realize"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=_stderr_console()) as progress:
+        bar = progress.add_task("rows", total=tasks)
+        realize(source_series, out, n_tasks=tasks, n_realizations=realizations, seed=seed,
+                sampling=sampling, source=source, threads=threads,
+                progress=lambda n: progress.update(bar, advance=n))
+    typer.echo(f"wrote {out}: {tasks} tasks x {realizations} realizations ({sampling})")
+
+
+@app.command()
+@handle_errors
+def info(
+    file: Path = typer.Argument(..., help="A store, series or results file."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Scan every value and check the recorded source checksum."),
+) -> None:
+    """Print a file's format, shape, seed and provenance, and verify it."""
+    from .info import describe
+
+    lines, problems = describe(file, verify)
+    for line in lines:
+        typer.echo(line)
+    if problems:
+        raise InputError(f"{file}: " + "; ".join(problems))
+
+
+@app.command()
+@handle_errors
+def characterize(
+    series: Path = typer.Argument(..., help="Series file (colosim-series HDF5), e.g. from `colosim ingest`."),
+    out: Path = typer.Option(..., "--out", help="Folder for the figures, CSVs and report.md (created if needed; "
+                             "other files in it are left alone)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Store (colosim-store HDF5) for Table 1 and "
+                                         "Figs. 5-6; without it, an in-memory store is realized from the series."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random choice (and of the in-memory store)."),
+    repetitions: int = typer.Option(1000, "--repetitions", help="Random samples per size for Table 1 and "
+                                    "Fig. 6 (paper: 10000)."),
+    sizes: str = typer.Option("10:500:10", "--sizes", help="Table 1 sample sizes N: 'A,B,C' or "
+                              "'START:STOP:STEP' (inclusive)."),
+    store_tasks: int = typer.Option(5000, "--store-tasks", help="Tasks of the in-memory store (without --store)."),
+    realizations: int = typer.Option(10000, "--realizations", help="Realizations per task of the in-memory "
+                                     "store (without --store)."),
+    n_init: int = typer.Option(10, "--n-init", help="k-means initializations (the best is kept)."),
+):
+    """Characterize a trace as in the paper's Section 3 (SPEC §9): Figs. 1-6,
+    Table 1, clusters and report.md with the paper's values beside."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import characterize as ch
+    from .io import open_series, open_store
+
+    size_list = ch.parse_sizes(sizes)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: --out exists and is not a folder")
+    series_file = open_series(series)
+    store_file = open_store(store) if store is not None else None
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+
+        def start(description: str, total: int):
+            task = bar.add_task(description, total=total)
+            return lambda n=1: bar.advance(task, n)
+
+        result = ch.characterize(series_file, store_file, seed=seed, repetitions=repetitions, sizes=size_list,
+                                 n_init=n_init, store_tasks=store_tasks, realizations=realizations,
+                                 progress=start)
+        written = ch.write_outputs(result, out, progress=start)
+    if store_file is not None:
+        store_file.close()
+    for note in result.notes:
+        console.print(f"note: {note}")
+    typer.echo(f"wrote {len(written)} files to {out} (summary: {out / 'report.md'})")
+
 
 @app.command()
 @handle_errors
@@ -173,10 +381,15 @@ def reproduce(
     """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
     Section 5 claims beside colosim's values, each marked holds or not (SPEC 12)."""
     from .reproduce import reproduce as run
+    from .sweep import Interrupted
 
     with _progress_factory() as factory:
-        report = run(out, scale=scale, configs_dir=configs, force=force, progress_factory=factory,
-                     log=lambda msg: typer.echo(msg, err=True))
+        try:
+            report = run(out, scale=scale, configs_dir=configs, force=force, progress_factory=factory,
+                         log=lambda msg: typer.echo(msg, err=True))
+        except Interrupted as exc:
+            typer.echo(f"{exc}; run the same command again to resume", err=True)
+            raise typer.Exit(130) from None
     typer.echo(f"wrote {report}")
 
 

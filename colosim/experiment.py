@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import InputError
 from .estimators import Estimator, compute_statistics, parse_estimator
-from .kernels.evaluate import bin_violations
+from .kernels.evaluate import evaluate_packings
 from .kernels.packing import BEST_FIT, FIRST_FIT, pack_items
 from .kernels.stats import row_means
 
@@ -132,8 +132,7 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
         stats[data, cl] = compute_statistics(source[:, :k], sorted(lv))
 
     items = {}
-    evaluations = {}
-    out = []
+    packings = []
     for p in points:
         key = (p.data, p.clairvoyance, p.estimator)
         if key not in items:
@@ -143,25 +142,37 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
         cap = p.headroom * p.capacity
         assign, m_abs, moves = pack_items(a, b, z, cap, ALGORITHMS[p.algorithm], p.rebalance)
         oversize = int(np.count_nonzero(a + z * np.sqrt(b) > cap))
-        first = splits[p.clairvoyance][1]
-        ekey = (first, p.capacity, assign.tobytes())
-        if ekey not in evaluations:
-            evaluations[ekey] = bin_violations(x, first, R, assign, m_abs, p.capacity)
-        counts, severity_sum, n_viol = evaluations[ekey]
-        n_eval = R - first
+        packings.append((assign, int(m_abs), int(moves), oversize))
+
+    # all packings judged on the same columns are evaluated together
+    evaluations = [None] * len(points)
+    by_first: dict[int, list[int]] = {}
+    for k, p in enumerate(points):
+        by_first.setdefault(splits[p.clairvoyance][1], []).append(k)
+    for first, ks in by_first.items():
+        results = evaluate_packings(
+            x, first, R, [packings[k][0] for k in ks], [packings[k][1] for k in ks],
+            [points[k].capacity for k in ks],
+        )
+        for k, r in zip(ks, results):
+            evaluations[k] = r
+
+    out = []
+    for p, (assign, m_abs, moves, oversize), (counts, severity_sum, n_viol) in zip(points, packings, evaluations):
+        n_eval = R - splits[p.clairvoyance][1]
         m_norm = normalization(x, p.capacity, means)
         out.append(
             Metrics(
-                m_abs=int(m_abs),
+                m_abs=m_abs,
                 m_norm=m_norm,
                 m=m_abs / m_norm,
-                q=int(counts.sum()) / (m_abs * n_eval),
+                q=n_viol / (m_abs * n_eval),
                 q_max=int(counts.max()) / n_eval,
                 severity=severity_sum / n_viol if n_viol else 0.0,
                 oversize=oversize,
                 assign=assign,
                 counts=counts,
-                moves=int(moves),
+                moves=moves,
             )
         )
     return out

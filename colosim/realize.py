@@ -14,6 +14,8 @@ anywhere:
 from __future__ import annotations
 
 import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -51,6 +53,72 @@ def draw_indices(seed: int, j: int, length: int, n_realizations: int, sampling: 
     return ix, iy
 
 
+def _task_loader(series: SeriesSource):
+    """A function k -> (inst, avg) of series task k.
+
+    For a series file (memory-mapped arrays) the records are read with
+    ``pread``: pages of a map would count toward the resident set, and a
+    store drawn from a large series would then hold much of it in memory.
+    """
+    inst, avg = getattr(series, "inst", None), getattr(series, "avg", None)
+    offsets = getattr(series, "offsets", None)
+    if isinstance(inst, np.memmap) and isinstance(avg, np.memmap) and offsets is not None and inst.filename:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        fd = os.open(inst.filename, os.O_RDONLY)
+        parts = ((inst, int(inst.offset)), (avg, int(avg.offset)))
+
+        def load(k: int):
+            a, b = int(offsets[k]), int(offsets[k + 1])
+            out = []
+            for arr, base in parts:
+                buf = np.empty(b - a, dtype=arr.dtype)
+                view = memoryview(buf).cast("B")
+                got = 0
+                while got < len(view):
+                    n = os.preadv(fd, [view[got:]], base + a * arr.dtype.itemsize + got)
+                    if n == 0:
+                        raise InputError(f"{inst.filename}: truncated (task {k})")
+                    got += n
+                out.append(buf)
+            return out[0], out[1]
+
+        load.close = lambda: os.close(fd)
+        return load
+
+    def load(k: int):
+        i, a = series.task(k)
+        return np.asarray(i, dtype=np.float32), np.asarray(a, dtype=np.float32)
+
+    load.close = lambda: None
+    return load
+
+
+def _fill_block(load, rows, seed, start, stop, n_realizations, sampling, xb, yb):
+    """Rows ``start:stop`` of the store into ``xb``, ``yb`` (SPEC §8 recipe).
+
+    Runs in a worker thread: NumPy's generators and ``take`` release the GIL,
+    and each row's numbers depend on its index j alone, so the bytes do not
+    depend on how rows are spread over threads.
+    """
+    for j in range(start, stop):
+        k = int(rows[j])
+        inst, avg = load(k)
+        if len(inst) == 0:
+            raise InputError(f"series task {k} has no records")
+        if len(avg) != len(inst):
+            raise InputError(f"series task {k}: {len(inst)} instantaneous but {len(avg)} average records")
+        for name, values in (("inst", inst), ("avg", avg)):
+            if not (np.isfinite(values).all() and (values >= 0).all()):
+                raise InputError(f"series task {k}: {name!r} holds NaN, infinite or negative usage")
+        ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
+        np.take(inst, ix, out=xb[j - start])
+        np.take(avg, iy, out=yb[j - start])
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
 def realize(
     series: SeriesSource,
     out: str | os.PathLike,
@@ -60,11 +128,17 @@ def realize(
     seed: int,
     sampling: str = "independent",
     source=None,
-    block_rows: int = 256,
+    block_rows: int | None = None,
+    threads: int | None = None,
     progress=None,
 ) -> None:
     """Write a store of ``n_tasks`` × ``n_realizations`` realizations drawn
     from ``series`` (SPEC §8), atomically.
+
+    Rows are drawn in blocks by ``threads`` worker threads and written in
+    order; at most ``threads + 2`` blocks (of ``block_rows`` rows, by default
+    about 8 MB per matrix) are in memory at once, whatever N and R. The bytes
+    written do not depend on ``threads`` or ``block_rows``.
 
     ``progress``, if given, is called with the number of rows just written.
     """
@@ -74,28 +148,54 @@ def realize(
         raise InputError(f"--tasks must be >= 1, not {n_tasks}")
     if n_realizations < 1:
         raise InputError(f"--realizations must be >= 1, not {n_realizations}")
+    threads = default_threads() if threads is None else int(threads)
+    if threads < 1:
+        raise InputError(f"--threads must be >= 1, not {threads}")
+    if block_rows is None:
+        block_rows = max(1, (8 << 20) // (4 * n_realizations))
+    block_rows = max(1, int(block_rows))
     rows = select_rows(series.n_tasks, n_tasks, seed)
     task_id = np.asarray(series.task_id)[rows]
-    with StoreWriter(
-        out,
-        n_tasks=n_tasks,
-        n_realizations=n_realizations,
-        seed=seed,
-        sampling=sampling,
-        source=source,
-        task_id=task_id,
-    ) as writer:
-        for start in range(0, n_tasks, block_rows):
-            stop = min(n_tasks, start + block_rows)
-            xb = np.empty((stop - start, n_realizations), dtype=np.float32)
-            yb = np.empty_like(xb)
-            for j in range(start, stop):
-                inst, avg = series.task(int(rows[j]))
-                if len(inst) == 0:
-                    raise InputError(f"series task {int(rows[j])} has no records")
-                ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
-                xb[j - start] = inst[ix]
-                yb[j - start] = avg[iy]
-            writer.write_rows(start, xb, yb)
-            if progress is not None:
-                progress(stop - start)
+    load = _task_loader(series)
+    n_buffers = threads + 2
+    buffers = [
+        (np.empty((block_rows, n_realizations), dtype=np.float32), np.empty((block_rows, n_realizations), dtype=np.float32))
+        for _ in range(min(n_buffers, -(-n_tasks // block_rows)))
+    ]
+    starts = list(range(0, n_tasks, block_rows))
+    try:
+        with StoreWriter(
+            out,
+            n_tasks=n_tasks,
+            n_realizations=n_realizations,
+            seed=seed,
+            sampling=sampling,
+            source=source,
+            task_id=task_id,
+        ) as writer, ThreadPoolExecutor(max_workers=threads) as pool:
+            pending: deque = deque()
+            free = deque(range(len(buffers)))
+            next_block = 0
+            try:
+                while next_block < len(starts) or pending:
+                    while free and next_block < len(starts):
+                        b = free.popleft()
+                        start = starts[next_block]
+                        stop = min(n_tasks, start + block_rows)
+                        xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
+                        fut = pool.submit(_fill_block, load, rows, seed, start, stop, n_realizations, sampling, xb, yb)
+                        pending.append((fut, b, start, stop))
+                        next_block += 1
+                    fut, b, start, stop = pending.popleft()
+                    fut.result()
+                    xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
+                    writer.write_rows(start, xb, yb, check=False)
+                    free.append(b)
+                    if progress is not None:
+                        progress(stop - start)
+            except BaseException:
+                for fut, *_ in pending:
+                    fut.cancel()
+                raise
+    finally:
+        load.close()

@@ -1,8 +1,16 @@
 """Sweeps: every grid point on every instance (SPEC §5–6), results as CSV.
 
 Rows are ordered by instance, then by the grid's product order; the same
-inputs give the same bytes. Next to ``results.csv`` a ``results.csv.json``
-records the config's fingerprint, the store's provenance and the versions;
+inputs give the same bytes, whatever the backend or thread count.
+
+The unit of work is one instance (all grid points: statistics, items and
+evaluations are shared between them). Each finished unit is checkpointed at
+once in ``results.csv.parts/`` (one file per instance, written atomically),
+so an interrupted sweep — Ctrl-C or a killed process — resumes where it
+stopped when the same command is run again; the parts are assembled into
+``results.csv`` at the end and removed. Next to ``results.csv`` a
+``results.csv.json`` records the config's fingerprint, the store's
+provenance and the versions;
 rerunning a finished sweep with the same config recomputes nothing.
 """
 
@@ -11,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +45,10 @@ def instance_rows(seed: int, k: int, n_store: int, n_tasks: int) -> np.ndarray:
 def format_value(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v)
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, np.integer):
+        return str(int(v))
     return str(v)
 
 
@@ -66,18 +77,34 @@ def check_against_store(config: SweepConfig, store: Store) -> None:
             raise InputError(f"{config.path}: grid.{exc}") from None
 
 
-def run_sweep(config: SweepConfig, store: Store, progress=None) -> list[tuple]:
-    """All rows of the results table (SPEC §5)."""
-    check_against_store(config, store)
+_OPEN_STORES: dict[str, Store] = {}
+
+
+def _store(path) -> Store:
+    """A per-process cache of open stores (workers open the store by path)."""
+    key = str(path)
+    if key not in _OPEN_STORES:
+        _OPEN_STORES[key] = open_store(path)
+    return _OPEN_STORES[key]
+
+
+def compute_instance(config: SweepConfig, store_path, k: int) -> list[tuple]:
+    """The results rows of instance k: every grid point, in product order."""
+    store = _store(store_path)
     points = config.points()
-    needs_y = any(p.data == "avg" for p in points)
+    index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
+    x = store.rows(index, "x")
+    y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
+    return [(k,) + point_keys(p) + met.row() for p, met in zip(points, instance_metrics(x, y, points))]
+
+
+def run_sweep(config: SweepConfig, store: Store, progress=None) -> list[tuple]:
+    """All rows of the results table (SPEC §5), in memory, no checkpoints."""
+    check_against_store(config, store)
+    _OPEN_STORES[str(store.path)] = store
     rows = []
     for k in range(config.instances.count):
-        index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
-        x = store.rows(index, "x")
-        y = store.rows(index, "y") if needs_y else None
-        for p, met in zip(points, instance_metrics(x, y, points)):
-            rows.append((k,) + point_keys(p) + met.row())
+        rows.extend(compute_instance(config, store.path, k))
         if progress is not None:
             progress(1)
     return rows
@@ -146,6 +173,10 @@ def finished(config: SweepConfig, out: Path) -> bool:
 def write_results(config: SweepConfig, store: Store, out: Path, rows: list[tuple], elapsed: float) -> None:
     """Write the CSV, then its metadata, each atomically."""
     write_text_atomic(out, rows_to_csv(rows))
+    _write_meta(config, store, out, len(rows), elapsed)
+
+
+def _write_meta(config: SweepConfig, store: Store, out: Path, n_rows: int, elapsed: float) -> None:
     meta = {
         "format": "colosim-results",
         "complete": True,
@@ -153,7 +184,7 @@ def write_results(config: SweepConfig, store: Store, out: Path, rows: list[tuple
         "fingerprint": config.fingerprint(),
         "store": str(store.path),
         "store_attrs": store.attrs,
-        "rows": len(rows),
+        "rows": n_rows,
         "elapsed_seconds": round(elapsed, 3),
         "colosim_version": __version__,
         "numpy_version": np.__version__,
@@ -190,12 +221,54 @@ def default_output(config: SweepConfig) -> Path:
     return Path(config.output) if config.output else Path("results") / f"{config.path.stem}.csv"
 
 
+class Interrupted(Exception):
+    """A sweep stopped by Ctrl-C; its finished instances are checkpointed."""
+
+    def __init__(self, done: int, total: int, parts: Path):
+        super().__init__(f"interrupted after {done} of {total} instances (checkpoints in {parts})")
+        self.done, self.total, self.parts = done, total, parts
+
+
+def parts_dir(out: Path) -> Path:
+    return out.with_name(out.name + ".parts")
+
+
+def _part_path(parts: Path, k: int) -> Path:
+    return parts / f"instance-{k:06d}.csv"
+
+
+def _prepare_parts(config: SweepConfig, out: Path, force: bool) -> Path:
+    """The checkpoint folder for this config, reusing a matching one."""
+    parts = parts_dir(out)
+    stamp = parts / "fingerprint"
+    fingerprint = config.fingerprint()
+    if parts.exists():
+        same = stamp.exists() and stamp.read_text().strip() == fingerprint
+        if not same:
+            if not force:
+                raise InputError(
+                    f"{parts}: holds checkpoints of another config; pass --force to discard them, "
+                    "or choose another --out"
+                )
+            shutil.rmtree(parts)
+    if not parts.exists():
+        parts.mkdir(parents=True)
+        write_text_atomic(stamp, fingerprint + "\n")
+    return parts
+
+
+def _rows_text(rows: list[tuple]) -> str:
+    return rows_to_csv(rows).split("\n", 1)[1]
+
+
 def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = False,
-          progress_factory=None) -> SweepResult:
-    """Run (or reuse) a sweep and write its results.
+          progress_factory=None, backend: str = "local", scheduler: str | None = None) -> SweepResult:
+    """Run (or resume, or reuse) a sweep and write its results.
 
     ``progress_factory(description, total)``, if given, returns a callback
     advanced once per instance; it is called only after every input check.
+    ``backend`` is ``"local"`` (this process, Numba threads) or ``"dask"``
+    (``scheduler`` address, or a local cluster when None).
     """
     if finished(config, out) and not force:
         return SweepResult(read_results(out), 0.0, computed=False)
@@ -207,11 +280,42 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
     store = open_store(store_path)
     try:
         check_against_store(config, store)
-        progress = progress_factory(f"sweep {config.path.name}", config.instances.count) if progress_factory else None
+        _OPEN_STORES[str(store.path)] = store
+        parts = _prepare_parts(config, out, force)
+        total = config.instances.count
+        todo = [k for k in range(total) if not _part_path(parts, k).exists()]
+        progress = progress_factory(f"sweep {config.path.name}", total) if progress_factory else None
+        if progress is not None and total > len(todo):
+            progress(total - len(todo))
         t0 = time.perf_counter()
-        rows = run_sweep(config, store, progress)
+        done = total - len(todo)
+
+        def finish(k, rows):
+            nonlocal done
+            write_text_atomic(_part_path(parts, k), _rows_text(rows))
+            done += 1
+            if progress is not None:
+                progress(1)
+
+        try:
+            if backend == "local":
+                for k in todo:
+                    finish(k, compute_instance(config, store.path, k))
+            elif backend == "dask":
+                from .backends import run_dask
+
+                run_dask(config, store.path, todo, finish, scheduler)
+            else:
+                raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
+        except KeyboardInterrupt:
+            raise Interrupted(done, total, parts) from None
         elapsed = time.perf_counter() - t0
-        write_results(config, store, out, rows, elapsed)
+        text = rows_to_csv([]) + "".join(_part_path(parts, k).read_text() for k in range(total))
+        write_text_atomic(out, text)
+        rows = read_results(out)
+        _write_meta(config, store, out, len(rows), elapsed)
+        shutil.rmtree(parts)
     finally:
+        _OPEN_STORES.pop(str(store.path), None)
         store.close()
-    return SweepResult(rows_as_dicts(rows), elapsed, computed=True)
+    return SweepResult(rows, elapsed, computed=True)

@@ -218,3 +218,28 @@ def test_every_shipped_config_is_valid():
         cfg = load_config(c)
         assert cfg.instances.count == 50 and cfg.instances.tasks == 1000
         assert cfg.source.realizations == 10000 and cfg.points()
+
+
+@given(rng=usage, n=st.integers(1, 50), R=st.integers(1, 300), P=st.integers(1, 8))
+def test_shared_evaluation_of_many_packings_equals_naive(rng, n, R, P):
+    # packings that share bins (copies with a few tasks moved), judged at
+    # several capacities on a suffix of the columns
+    from colosim.kernels.evaluate import evaluate_packings
+
+    x = random_usage(rng, n, R)
+    base = rng.integers(0, max(1, n // 4), size=n)
+    assigns, caps = [], []
+    for _ in range(P):
+        a = base.copy()
+        moved = rng.random(n) < 0.2
+        a[moved] = rng.integers(0, max(1, n // 4) + 1, size=moved.sum())
+        _, a = np.unique(a, return_inverse=True)  # bins 0..m-1 all used
+        assigns.append(a.astype(np.int64))
+        caps.append(float(rng.choice([0.3, 1.0, 1.5])))
+    first = int(rng.integers(0, R))
+    got = evaluate_packings(x, first, R, assigns, [a.max() + 1 for a in assigns], caps)
+    for a, c, (counts, sev, nviol) in zip(assigns, caps, got):
+        want, excess = naive.violations(x[:, first:], a, c)
+        np.testing.assert_array_equal(counts, want)
+        assert nviol == want.sum()
+        assert sev == pytest.approx(sum(excess), rel=1e-12, abs=1e-300)

@@ -134,3 +134,89 @@ def write_series(
             f.attrs["filters"] = json.dumps(filters, sort_keys=True)
             f.attrs["colosim_version"] = __version__
             f.attrs["numpy_version"] = np.__version__
+
+
+class SeriesWriter:
+    """Write a series file atomically, records streamed block by block, so
+    that a series larger than memory can be written (SPEC §10).
+
+    The task table (``task_id``, ``offsets``) is known up front; records are
+    then written in file order with :meth:`write_records`:
+
+    >>> with SeriesWriter(path, task_id=ids, offsets=offs, source=..., filters=...) as w:
+    ...     w.write_records(0, inst, avg, start_time)
+
+    Values are checked as they arrive (finite, non-negative); the file appears
+    under ``path`` only when every record has been written and the block exits
+    without error.
+    """
+
+    def __init__(self, path, *, task_id, offsets, source, filters):
+        self.path = Path(path)
+        self.task_id = np.asarray(task_id, dtype=np.int64).reshape(-1, 2)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.n_records = int(self.offsets[-1]) if len(self.offsets) else 0
+        if len(self.offsets) == 0 or self.offsets[0] != 0:
+            raise InputError(f"{self.path}: 'offsets' must start at 0")
+        if self.task_id.shape != (len(self.offsets) - 1, 2):
+            raise InputError(f"{self.path}: 'task_id' has shape {self.task_id.shape}, expected {(len(self.offsets) - 1, 2)}")
+        if np.any(np.diff(self.offsets) < 0):
+            raise InputError(f"{self.path}: 'offsets' must be non-decreasing")
+        self._meta = dict(source=source, filters=filters)
+        self._next = 0
+
+    def __enter__(self):
+        self._ctx = atomic_path(self.path)
+        self.tmp = self._ctx.__enter__()
+        try:
+            self._file = h5py.File(self.tmp, "w")
+            f = self._file
+            f.create_dataset("task_id", data=self.task_id)
+            f.create_dataset("offsets", data=self.offsets)
+            create_contiguous(f, "inst", (self.n_records,), USAGE_DTYPE)
+            create_contiguous(f, "avg", (self.n_records,), USAGE_DTYPE)
+            create_contiguous(f, "start_time", (self.n_records,), np.dtype("<i8"))
+            f.attrs["format"] = SERIES_FORMAT
+            f.attrs["format_version"] = 1
+            f.attrs["source"] = json.dumps(self._meta["source"], sort_keys=True)
+            f.attrs["filters"] = json.dumps(self._meta["filters"], sort_keys=True)
+            f.attrs["colosim_version"] = __version__
+            f.attrs["numpy_version"] = np.__version__
+        except BaseException as exc:
+            self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def write_records(self, start: int, inst, avg, start_time) -> None:
+        """Write records ``start : start + len(inst)``; blocks must arrive in
+        file order, without gaps."""
+        inst = np.asarray(inst, dtype=USAGE_DTYPE)
+        avg = np.asarray(avg, dtype=USAGE_DTYPE)
+        start_time = np.asarray(start_time, dtype=np.int64)
+        n = len(inst)
+        if start != self._next:
+            raise ValueError(f"records must be written in order: expected start {self._next}, got {start}")
+        if avg.shape != (n,) or start_time.shape != (n,):
+            raise ValueError("inst, avg and start_time blocks differ in length")
+        if start + n > self.n_records:
+            raise ValueError(f"block ends at record {start + n}, beyond the {self.n_records} records")
+        for name, arr in (("inst", inst), ("avg", avg)):
+            bad = ~np.isfinite(arr) | (arr < 0)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"{self.path}: {name!r} record {start + i} would hold {arr[i]!r} (usage must be finite and >= 0)")
+        if n:
+            self._file["inst"][start : start + n] = inst
+            self._file["avg"][start : start + n] = avg
+            self._file["start_time"][start : start + n] = start_time
+        self._next = start + n
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self._file.close()
+            if exc_type is None and self._next != self.n_records:
+                raise RuntimeError(f"{self.path}: only {self._next} of {self.n_records} records were written")
+        except BaseException as err:
+            self._ctx.__exit__(type(err), err, err.__traceback__)
+            raise
+        return self._ctx.__exit__(exc_type, exc, tb)

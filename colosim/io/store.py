@@ -160,17 +160,28 @@ class StoreWriter:
                 offsets = (f["x"].id.get_offset(), f["y"].id.get_offset())
             self.x = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[0], shape=shape)
             self.y = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[1], shape=shape)
+            # Rows are written with pwrite rather than through the maps: written
+            # pages then live in the page cache only, not in this process's
+            # resident set, so an 8 GB store is written in bounded memory.
+            self._offsets = offsets
+            self._fd = os.open(self.tmp, os.O_RDWR)
         except BaseException as exc:
             self._ctx.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
 
-    def write_rows(self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None) -> None:
-        """Write rows ``start : start + len(x_block)`` after checking values."""
+    def write_rows(self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None, *, check: bool = True) -> None:
+        """Write rows ``start : start + len(x_block)`` after checking values
+        (``check=False``: the caller has checked them, e.g. on the records the
+        values were drawn from)."""
         n = len(x_block)
+        if start < 0 or start + n > self.n_tasks:
+            raise ValueError(f"rows {start}:{start + n} are outside the store's {self.n_tasks} rows")
         for name, block in (("x", x_block), ("y", y_block)):
             if block.shape != (n, self.n_realizations):
                 raise ValueError(f"{name} block has shape {block.shape}, expected {(n, self.n_realizations)}")
+            if not check:
+                continue
             bad = ~np.isfinite(block) | (block < 0)
             if bad.any():
                 r, t = np.argwhere(bad)[0]
@@ -178,14 +189,18 @@ class StoreWriter:
                     f"{self.path}: row {start + r} of {name!r} would hold {block[r, t]!r} "
                     "(usage must be finite and >= 0)"
                 )
-        self.x[start : start + n] = x_block
-        self.y[start : start + n] = y_block
+        row_bytes = self.n_realizations * USAGE_DTYPE.itemsize
+        for offset, block in zip(self._offsets, (x_block, y_block)):
+            _pwrite_all(self._fd, np.ascontiguousarray(block, dtype=USAGE_DTYPE), offset + start * row_bytes)
         if task_id is not None:
             self._task_id[start : start + n] = task_id
         self._written[start : start + n] = True
 
     def __exit__(self, exc_type, exc, tb):
         try:
+            fd = self.__dict__.pop("_fd", None)
+            if fd is not None:
+                os.close(fd)
             if exc_type is None:
                 if not self._written.all():
                     missing = int(np.flatnonzero(~self._written)[0])
@@ -202,3 +217,11 @@ class StoreWriter:
             self._ctx.__exit__(type(err), err, err.__traceback__)
             raise
         return self._ctx.__exit__(exc_type, exc, tb)
+
+
+def _pwrite_all(fd: int, block: np.ndarray, offset: int) -> None:
+    """Write all of ``block``'s bytes at ``offset`` (pwrite may write less)."""
+    view = memoryview(block).cast("B")
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], offset + done)

@@ -1,58 +1,222 @@
 """Per-bin running sums over the evaluation columns and the violation counts
-q_j (SPEC §5).
+q_j (SPEC §5), for many packings of one instance at once.
 
-The columns are cut into fixed tiles; within a tile each task's row is added
-to its bin's running sums in ascending instance position (float64), and then
-every sum is compared with the capacity. Tiles are independent, so the
-``prange`` over tiles gives the same counts whatever the thread count; the
-severity sum is merged tile by tile in tile order, so it is bit-identical
-too.
+Packings of the same instance share most of their bins (a rebalanced packing
+differs from its online packing only in the bins that gave or took tasks;
+First Fit and Best Fit often open the same first bins), so bins are
+deduplicated first: each distinct set of tasks is summed once, and its sums
+are compared with every capacity it is used with.
+
+The evaluation is cache-tiled: a tile of the instance's columns is copied
+once into a contiguous block, and every distinct bin is summed over that
+tile (float64, in ascending instance position) before moving to the next
+tile. Tiles are grouped into a fixed number of chunks run in parallel, each
+with its own accumulators, merged in chunk order afterwards: counts and
+severity sums are the same bits whatever the thread count.
 """
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.typed import Dict
 
-from .._jit import pjit
+from .._jit import jit, pjit
 
-TILE = 256
+TILE = 64
+CHUNKS = 32
 
 
-@pjit
-def bin_violations(x, first, stop, assign, n_bins, capacity):
-    """Count, for each bin j, the columns t in ``[first, stop)`` where
-    ``sum_{i in B_j} x[i, t] > capacity``.
+@jit
+def bin_members(assign, n_bins):
+    """CSR member lists of a packing's bins, each in ascending position."""
+    n = assign.shape[0]
+    start = np.zeros(n_bins + 1, dtype=np.int64)
+    for i in range(n):
+        start[assign[i] + 1] += 1
+    for j in range(n_bins):
+        start[j + 1] += start[j]
+    fill = start[:-1].copy()
+    members = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        j = assign[i]
+        members[fill[j]] = i
+        fill[j] += 1
+    return members, start
 
-    Returns ``(counts int64 (n_bins,), severity_sum, n_violations)`` where
-    ``severity_sum`` adds ``(S - c) / c`` over all violating (bin, column).
+
+@jit
+def deduplicate(assigns, n_bins, cap_index, n_caps, keys):
+    """Distinct bins over packings ``p`` (rows of ``assigns``) and the
+    distinct (bin, capacity) pairs to count.
+
+    Returns ``members, ustart`` (CSR of distinct bins), ``pair_bin``,
+    ``pair_cap`` (one entry per distinct pair) and ``bin_pair`` (P, max m):
+    the pair of packing p's bin j.
+    """
+    P, n = assigns.shape
+    max_m = 0
+    for p in range(P):
+        max_m = max(max_m, n_bins[p])
+    bin_pair = np.full((P, max_m), -1, dtype=np.int64)
+    members = np.empty(P * n, dtype=np.int64)
+    ustart = np.zeros(P * n + 1, dtype=np.int64)
+    n_unique = 0
+    first_with_hash = Dict.empty(types.int64, types.int64)
+    next_same = np.full(P * n, -1, dtype=np.int64)
+    pair_of = Dict.empty(types.int64, types.int64)
+    pair_bin = np.empty(P * max_m, dtype=np.int64)
+    pair_cap = np.empty(P * max_m, dtype=np.int64)
+    n_pairs = 0
+    for p in range(P):
+        mem, start = bin_members(assigns[p], n_bins[p])
+        for j in range(n_bins[p]):
+            a, b = start[j], start[j + 1]
+            h = np.uint64(b - a)
+            for s in range(a, b):
+                h += keys[mem[s]]
+            hk = np.int64(h)
+            uid = -1
+            cand = first_with_hash[hk] if hk in first_with_hash else -1
+            while cand >= 0:
+                ua, ub = ustart[cand], ustart[cand + 1]
+                if ub - ua == b - a:
+                    same = True
+                    for s in range(b - a):
+                        if members[ua + s] != mem[a + s]:
+                            same = False
+                            break
+                    if same:
+                        uid = cand
+                        break
+                cand = next_same[cand]
+            if uid < 0:
+                uid = n_unique
+                base = ustart[uid]
+                for s in range(b - a):
+                    members[base + s] = mem[a + s]
+                ustart[uid + 1] = base + (b - a)
+                if hk in first_with_hash:
+                    next_same[uid] = first_with_hash[hk]
+                first_with_hash[hk] = uid
+                n_unique += 1
+            key = uid * n_caps + cap_index[p]
+            pid = pair_of[key] if key in pair_of else -1
+            if pid < 0:
+                pid = n_pairs
+                pair_of[key] = pid
+                pair_bin[pid] = uid
+                pair_cap[pid] = cap_index[p]
+                n_pairs += 1
+            bin_pair[p, j] = pid
+    return (members[: ustart[n_unique]], ustart[: n_unique + 1], pair_bin[:n_pairs],
+            pair_cap[:n_pairs], bin_pair)
+
+
+def column_tiles(x, first, stop):
+    """Columns ``[first, stop)`` of x re-laid as contiguous tiles
+    ``(n_tiles, n, TILE)``, the last one padded with zeros.
+
+    Reading a tile then streams one contiguous block instead of touching n
+    rows a page apart.
     """
     n = x.shape[0]
     width = stop - first
     n_tiles = (width + TILE - 1) // TILE
-    tile_counts = np.zeros((n_tiles, n_bins), dtype=np.int64)
-    tile_severity = np.zeros(n_tiles)
-    for tile in prange(n_tiles):
-        t0 = first + tile * TILE
-        w = min(TILE, stop - t0)
-        sums = np.zeros((n_bins, TILE))
-        for i in range(n):
-            row = sums[assign[i]]
-            src = x[i]
-            for t in range(w):
-                row[t] += np.float64(src[t0 + t])
+    tiles = np.zeros((n_tiles, n, TILE), dtype=x.dtype)
+    full = width // TILE
+    if full:
+        tiles[:full] = x[:, first : first + full * TILE].reshape(n, full, TILE).transpose(1, 0, 2)
+    if full < n_tiles:
+        tiles[full, :, : width - full * TILE] = x[:, first + full * TILE : stop]
+    return tiles
+
+
+@pjit
+def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacities):
+    """For each (bin, capacity) pair: the number of columns t (of the
+    ``width`` columns laid out in ``tiles``) with ``sum_{i in bin} x[i, t] >
+    capacity``, and the sum of ``(S - c) / c`` over them."""
+    n_tiles = tiles.shape[0]
+    n_unique = ustart.shape[0] - 1
+    n_pairs = pair_bin.shape[0]
+    # pairs of each distinct bin (CSR)
+    pstart = np.zeros(n_unique + 1, dtype=np.int64)
+    for q in range(n_pairs):
+        pstart[pair_bin[q] + 1] += 1
+    for u in range(n_unique):
+        pstart[u + 1] += pstart[u]
+    pfill = pstart[:-1].copy()
+    pairs = np.empty(n_pairs, dtype=np.int64)
+    for q in range(n_pairs):
+        u = pair_bin[q]
+        pairs[pfill[u]] = q
+        pfill[u] += 1
+
+    chunk_counts = np.zeros((CHUNKS, n_pairs), dtype=np.int64)
+    chunk_severity = np.zeros((CHUNKS, n_pairs))
+    for chunk in prange(CHUNKS):
+        acc = np.empty(TILE)
+        for tile in range(chunk * n_tiles // CHUNKS, (chunk + 1) * n_tiles // CHUNKS):
+            block = tiles[tile]
+            w = min(TILE, width - tile * TILE)
+            for u in range(n_unique):
+                acc[:] = 0.0
+                for s in range(ustart[u], ustart[u + 1]):
+                    row = block[members[s]]
+                    for t in range(TILE):
+                        acc[t] += np.float64(row[t])
+                for k in range(pstart[u], pstart[u + 1]):
+                    q = pairs[k]
+                    c = capacities[pair_cap[q]]
+                    count = 0
+                    sev = 0.0
+                    for t in range(w):
+                        if acc[t] > c:
+                            count += 1
+                            sev += (acc[t] - c) / c
+                    chunk_counts[chunk, q] += count
+                    chunk_severity[chunk, q] += sev
+    counts = np.zeros(n_pairs, dtype=np.int64)
+    severity = np.zeros(n_pairs)
+    for chunk in range(CHUNKS):
+        for q in range(n_pairs):
+            counts[q] += chunk_counts[chunk, q]
+            severity[q] += chunk_severity[chunk, q]
+    return counts, severity
+
+
+def evaluate_packings(x, first, stop, assigns, n_bins, capacities):
+    """Violation counts of several packings of one instance on columns
+    ``[first, stop)``.
+
+    Parameters
+    ----------
+    x : (n, R) float32 or float64 array
+    assigns : list of int64 (n,) arrays; n_bins : their bin counts
+    capacities : the capacity each packing is judged against
+
+    Returns
+    -------
+    list of ``(counts int64 (m,), severity_sum, n_violations)``
+    """
+    P = len(assigns)
+    caps, cap_index = np.unique(np.asarray(capacities, dtype=np.float64), return_inverse=True)
+    keys = np.random.default_rng(0x5EED).integers(0, 2**63, size=x.shape[0], dtype=np.uint64)
+    A = np.ascontiguousarray(np.stack(assigns).astype(np.int64, copy=False))
+    nb = np.asarray(n_bins, dtype=np.int64)
+    members, ustart, pair_bin, pair_cap, bin_pair = deduplicate(A, nb, cap_index.astype(np.int64), len(caps), keys)
+    counts, severity = pair_violations(column_tiles(x, first, stop), stop - first, members, ustart,
+                                       pair_bin, pair_cap, caps)
+    out = []
+    for p in range(P):
+        pids = bin_pair[p, : nb[p]]
+        c = counts[pids]
         sev = 0.0
-        for j in range(n_bins):
-            c = 0
-            for t in range(w):
-                s = sums[j, t]
-                if s > capacity:
-                    c += 1
-                    sev += (s - capacity) / capacity
-            tile_counts[tile, j] = c
-        tile_severity[tile] = sev
-    counts = np.zeros(n_bins, dtype=np.int64)
-    severity = 0.0
-    for tile in range(n_tiles):
-        severity += tile_severity[tile]
-        for j in range(n_bins):
-            counts[j] += tile_counts[tile, j]
-    return counts, severity, counts.sum()
+        for q in pids:  # bin order: the same bits every time
+            sev += float(severity[q])
+        out.append((c, sev, int(c.sum())))
+    return out
+
+
+def bin_violations(x, first, stop, assign, n_bins, capacity):
+    """Violation counts of one packing (see :func:`evaluate_packings`)."""
+    return evaluate_packings(x, first, stop, [assign], [n_bins], [capacity])[0]

@@ -1,0 +1,474 @@
+"""Ingest of the Google 2011 cluster trace (clusterdata-2011-2) into a series
+file, applying SPEC §7 (the filters of the paper's Section 3.1).
+
+Input: ``task_events`` and ``task_usage`` shards, CSV without a header, gzip'd
+or plain. The work runs in an embedded DuckDB database kept in a temporary
+folder, so the whole trace (500 usage shards, about 40 GB compressed) goes
+through in bounded memory: DuckDB spills to disk past ``memory_limit``, and
+the result is streamed to the series file in blocks.
+
+Order of work
+-------------
+1. Every ``task_events`` shard is read; the tasks with an EVICT (2), FAIL (3),
+   KILL (5) or LOST (6) event form the failing set.
+2. Every ``task_usage`` shard is read (one at a time, for a progress display
+   and so that a bad line is attributed to its file); per task, its number of
+   records and of complete records (columns 6 and 20 present) are summed, and
+   the complete records of non-failing tasks are kept, with an average above 1
+   replaced by the record's instantaneous value.
+3. Per task over the kept records: zero-usage tasks (every instantaneous value
+   0) and short tasks (fewer than ``min_records`` records, counted after
+   step 2) are dropped; the rest are sorted by (job ID, task index), their
+   records by (start time, end time, machine ID), and written.
+
+A *bad line* (wrong column count, a field that is not a number, a missing job
+ID, task index, event type or time, a NaN, infinite or negative CPU value) is
+an :class:`~colosim.errors.InputError` naming the file and line, or, with
+``on_bad_lines="skip"``, skipped and counted in the report. A shard that cannot
+be read to its end (truncated or corrupt gzip) is always an error: skipping it
+would silently drop part of many tasks' series.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from ..io.series import SeriesWriter
+from ._shards import find_shards, first_bad_line, iter_lines
+
+FAILING_EVENTS = (2, 3, 5, 6)  # EVICT, FAIL, KILL, LOST (SPEC §7 step 1)
+DEFAULT_MIN_RECORDS = 24  # 2 hours of 5-minute records (SPEC §7 step 5)
+ON_BAD_LINES = ("error", "skip")
+
+# Column types (1-based column k is "ck"). Every column is typed, so that a
+# field that is not a number is a bad line wherever it is.
+USAGE_COLUMNS = {f"c{k}": ("BIGINT" if k <= 5 else "DOUBLE") for k in range(1, 21)}
+EVENTS_COLUMNS = {
+    **{f"c{k}": "BIGINT" for k in range(1, 7)},
+    "c7": "VARCHAR",
+    "c8": "BIGINT",
+    "c9": "BIGINT",
+    "c10": "DOUBLE",
+    "c11": "DOUBLE",
+    "c12": "DOUBLE",
+    "c13": "BIGINT",
+}
+_READ_OPTIONS = (
+    "header = false, delim = ',', quote = '', escape = '', new_line = '\\n', "
+    "auto_detect = false, compression = 'auto', store_rejects = true, "
+    "rejects_table = 'csv_rejects', rejects_scan = 'csv_scans'"
+)
+
+
+@dataclass
+class IngestReport:
+    """Counts of every SPEC §7 step, as stored in the series' ``filters``."""
+
+    steps: list[dict] = field(default_factory=list)
+    counts: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    timings: dict = field(default_factory=dict)  # seconds per phase (not stored)
+
+    def add_step(self, name: str, what: str, tasks: int, records: int, tasks_dropped=None, records_dropped=None):
+        self.steps.append(
+            dict(
+                step=name,
+                what=what,
+                tasks=int(tasks),
+                records=int(records),
+                tasks_dropped=None if tasks_dropped is None else int(tasks_dropped),
+                records_dropped=None if records_dropped is None else int(records_dropped),
+            )
+        )
+
+    def to_dict(self) -> dict:
+        return {"steps": self.steps, **self.counts}
+
+    def step(self, name: str) -> dict:
+        for s in self.steps:
+            if s["step"] == name:
+                return s
+        raise KeyError(name)
+
+
+ProgressFn = Callable[[str, Path, int, int, int, int], None]
+"""progress(kind, shard, index, n_shards, shard_bytes, total_bytes), called after each shard."""
+
+
+def _check_bad_lines(on_bad_lines: str) -> None:
+    if on_bad_lines not in ON_BAD_LINES:
+        raise InputError(f"--on-bad-lines must be one of {', '.join(ON_BAD_LINES)}, not {on_bad_lines!r}")
+
+
+def _usage_line_problem(line: str) -> str | None:
+    """Why a task_usage line is bad (None when good); mirrors the SQL checks."""
+    fields = line.split(",")
+    if len(fields) != 20:
+        return f"expected 20 columns, found {len(fields)}"
+    return _numeric_problem(fields, int_cols=range(0, 5), required=(0, 1, 2, 3), usage_cols=(5, 19))
+
+
+def _events_line_problem(line: str) -> str | None:
+    fields = line.split(",")
+    if len(fields) != 13:
+        return f"expected 13 columns, found {len(fields)}"
+    ints = [0, 1, 2, 3, 4, 5, 7, 8, 12]
+    return _numeric_problem(fields, int_cols=ints, required=(0, 2, 3, 5), usage_cols=(), skip=(6,))
+
+
+def _numeric_problem(fields, *, int_cols, required, usage_cols, skip=()) -> str | None:
+    int_cols = set(int_cols)
+    for k, text in enumerate(fields):
+        if k in skip:
+            continue
+        text = text.strip()
+        if text == "":
+            if k in required:
+                return f"column {k + 1} is empty"
+            continue
+        try:
+            value = int(text) if k in int_cols else float(text)
+        except ValueError:
+            return f"column {k + 1} is not a number ({text[:20]!r})"
+        if k in int_cols and not -(2**63) <= value < 2**63:
+            return f"column {k + 1} is outside the 64-bit integer range"
+        if k in usage_cols and not (math.isfinite(value) and value >= 0):
+            return f"column {k + 1} holds {text[:20]!r} (CPU usage must be finite and >= 0)"
+    return None
+
+
+class _Database:
+    """A DuckDB connection on a database file in a temporary folder."""
+
+    def __init__(self, threads: int | None, memory_limit: str | None, tmp_dir):
+        import duckdb
+
+        self.duckdb = duckdb
+        if threads is not None and threads < 1:
+            raise InputError(f"--threads must be >= 1, not {threads}")
+        if tmp_dir is not None and not Path(tmp_dir).is_dir():
+            raise InputError(f"{tmp_dir}: temporary directory not found")
+        self._dir = tempfile.TemporaryDirectory(prefix="colosim-ingest-", dir=tmp_dir)
+        self.con = None
+        try:
+            self.con = duckdb.connect(os.path.join(self._dir.name, "ingest.duckdb"))
+            self.con.execute("SET temp_directory = ?", [os.path.join(self._dir.name, "spill")])
+            self.con.execute("SET preserve_insertion_order = true")
+            self.con.execute("SET enable_progress_bar = false")
+            if threads is not None:
+                self.con.execute(f"SET threads = {int(threads)}")
+            if memory_limit is not None:
+                try:
+                    self.con.execute("SET memory_limit = ?", [str(memory_limit)])
+                except duckdb.Error as exc:
+                    raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        try:
+            if self.con is not None:
+                self.con.close()
+        finally:
+            self._dir.cleanup()
+
+    def read_shard(self, path: Path, columns: dict, select: str, table: str, on_bad_lines: str, line_problem) -> int:
+        """Read one shard into temporary table ``table`` (``select`` over the
+        CSV's columns); return the number of bad lines skipped.
+
+        In ``error`` mode the first bad line raises an InputError naming it.
+        """
+        con = self.con
+        con.execute("DROP TABLE IF EXISTS csv_rejects; DROP TABLE IF EXISTS csv_scans")
+        try:
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT {select} "
+                f"FROM read_csv(?, columns = ?, {_READ_OPTIONS})",
+                [str(path), columns],
+            )
+            rejected = con.execute("SELECT count(DISTINCT line), min(line) FROM csv_rejects").fetchone()
+        except self.duckdb.Error as exc:
+            # Not a bad line but a bad file (truncated gzip, I/O error, ...):
+            # find how far it reads, then name it.
+            for _ in iter_lines(path):
+                pass
+            raise InputError(f"{path}: cannot be read ({_first_line(exc)})") from None
+        n_rejected = int(rejected[0] or 0)
+        # Lines that parse but break a rule the CSV reader cannot express.
+        n_invalid = int(con.execute(f"SELECT count(*) FROM {table} WHERE invalid").fetchone()[0])
+        if on_bad_lines == "error" and (n_rejected or n_invalid):
+            found = first_bad_line(path, line_problem)
+            if found is None:  # the reader and the checker disagree: name the reader's line
+                line = int(rejected[1]) if n_rejected else 0
+                message = con.execute(
+                    "SELECT error_message FROM csv_rejects ORDER BY line LIMIT 1"
+                ).fetchone() if n_rejected else ("invalid value",)
+                raise InputError(f"{path}: line {line}: {_first_line(message[0])}")
+            line, reason = found
+            raise InputError(f"{path}: line {line}: {reason}")
+        if n_invalid:
+            con.execute(f"DELETE FROM {table} WHERE invalid")
+        return n_rejected + n_invalid
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, progress: ProgressFn | None):
+    """Fill table ``failing`` (job, idx) from task_events; return counts."""
+    con = db.con
+    con.execute("CREATE TABLE event_tasks (job BIGINT, idx BIGINT, failing BOOLEAN)")
+    select = (
+        "c3 AS job, c4 AS idx, c6 AS event_type, "
+        "greatest(c2, c5, c8, c9, c10, c11, c12, c13) AS other_columns, "
+        "(c1 IS NULL OR c3 IS NULL OR c4 IS NULL OR c6 IS NULL) AS invalid"
+    )
+    bad = 0
+    total = sum(p.stat().st_size for p in shards)
+    for i, path in enumerate(shards):
+        bad += db.read_shard(path, EVENTS_COLUMNS, select, "events_shard", on_bad_lines, _events_line_problem)
+        con.execute(
+            "INSERT INTO event_tasks SELECT job, idx, bool_or(event_type IN (2, 3, 5, 6)) "
+            "FROM events_shard GROUP BY job, idx"
+        )
+        if progress is not None:
+            progress("task_events", path, i, len(shards), path.stat().st_size, total)
+    con.execute("DROP TABLE IF EXISTS events_shard")
+    con.execute(
+        "CREATE TABLE failing AS SELECT job, idx FROM event_tasks GROUP BY job, idx HAVING bool_or(failing)"
+    )
+    n_tasks = con.execute("SELECT count(*) FROM (SELECT DISTINCT job, idx FROM event_tasks)").fetchone()[0]
+    n_failing = con.execute("SELECT count(*) FROM failing").fetchone()[0]
+    con.execute("DROP TABLE event_tasks")
+    return dict(event_tasks=int(n_tasks), event_failing_tasks=int(n_failing), event_bad_lines=int(bad))
+
+
+def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: ProgressFn | None) -> dict:
+    """Fill ``task_counts`` (per shard and task: records, complete records)
+    and ``records`` (complete records of non-failing tasks, step 3 applied)."""
+    con = db.con
+    con.execute("CREATE TABLE task_counts (job BIGINT, idx BIGINT, n BIGINT, n_complete BIGINT)")
+    con.execute(
+        "CREATE TABLE records (job BIGINT, idx BIGINT, start_time BIGINT, end_time BIGINT, "
+        "machine BIGINT, inst FLOAT, avg FLOAT)"
+    )
+    select = (
+        "c1 AS start_time, c2 AS end_time, c3 AS job, c4 AS idx, c5 AS machine, "
+        "c6 AS avg, c20 AS inst, "
+        # Unused columns are still parsed (the reader only converts the
+        # columns a query reads), so that a bad field anywhere is a bad line.
+        "greatest(c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19) AS other_columns, "
+        "(c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR c4 IS NULL "
+        " OR (c6 IS NOT NULL AND (isnan(c6) OR isinf(c6) OR c6 < 0)) "
+        " OR (c20 IS NOT NULL AND (isnan(c20) OR isinf(c20) OR c20 < 0))) AS invalid"
+    )
+    bad = 0
+    above = np.zeros(2, dtype=np.int64)
+    total = sum(p.stat().st_size for p in shards)
+    for i, path in enumerate(shards):
+        bad += db.read_shard(path, USAGE_COLUMNS, select, "usage_shard", on_bad_lines, _usage_line_problem)
+        con.execute(
+            "INSERT INTO task_counts SELECT job, idx, count(*), "
+            "count(*) FILTER (WHERE avg IS NOT NULL AND inst IS NOT NULL) "
+            "FROM usage_shard GROUP BY job, idx"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE usage_kept AS SELECT * FROM usage_shard "
+            "ANTI JOIN failing USING (job, idx) WHERE avg IS NOT NULL AND inst IS NOT NULL"
+        )
+        above += con.execute(
+            "SELECT count(*) FILTER (WHERE avg > 1), count(*) FILTER (WHERE inst > 1) FROM usage_kept"
+        ).fetchone()
+        con.execute(
+            "INSERT INTO records SELECT job, idx, start_time, end_time, machine, "
+            "CAST(inst AS FLOAT), CAST(CASE WHEN avg > 1 THEN inst ELSE avg END AS FLOAT) FROM usage_kept"
+        )
+        if progress is not None:
+            progress("task_usage", path, i, len(shards), path.stat().st_size, total)
+    con.execute("DROP TABLE IF EXISTS usage_shard; DROP TABLE IF EXISTS usage_kept")
+    return dict(usage_bad_lines=int(bad), avg_above_1_replaced=int(above[0]), inst_above_1=int(above[1]))
+
+
+def apply_filters(db: _Database, min_records: int, report: IngestReport) -> None:
+    """Steps 1-5 counts from the tables; leaves table ``kept`` (job, idx, n)
+    sorted by (job, idx)."""
+    con = db.con
+    con.execute(
+        "CREATE TABLE tasks AS SELECT t.job, t.idx, sum(t.n) AS n, sum(t.n_complete) AS n_complete, "
+        "(f.job IS NOT NULL) AS failing "
+        "FROM task_counts t LEFT JOIN failing f ON t.job = f.job AND t.idx = f.idx GROUP BY t.job, t.idx, f.job"
+    )
+    con.execute("DROP TABLE task_counts")
+
+    def q(sql):
+        row = con.execute(sql).fetchone()
+        return tuple(int(v or 0) for v in row)
+
+    tasks0, records0 = q("SELECT count(*), sum(n) FROM tasks")
+    report.add_step("input", "task_usage records read", tasks0, records0)
+    fail_t, fail_r = q("SELECT count(*), sum(n) FROM tasks WHERE failing")
+    tasks1, records1 = tasks0 - fail_t, records0 - fail_r
+    report.add_step("failing", "tasks with an EVICT, FAIL, KILL or LOST event dropped", tasks1, records1, fail_t, fail_r)
+    incomplete_r, emptied_t = q(
+        "SELECT sum(n - n_complete), count(*) FILTER (WHERE n_complete = 0) FROM tasks WHERE NOT failing"
+    )
+    tasks2, records2 = tasks1 - emptied_t, records1 - incomplete_r
+    report.add_step(
+        "missing", "records missing column 6 or 20 dropped (tasks left with none)",
+        tasks2, records2, emptied_t, incomplete_r,
+    )
+    con.execute(
+        "CREATE TABLE task_stats AS SELECT job, idx, count(*) AS n, max(inst) AS max_inst "
+        "FROM records GROUP BY job, idx"
+    )
+    check = q("SELECT count(*), sum(n) FROM task_stats")
+    if check != (tasks2, records2):  # pragma: no cover - an internal invariant
+        raise RuntimeError(f"ingest bookkeeping disagrees: {check} vs {(tasks2, records2)}")
+    report.add_step(
+        "above_1", "averages above 1 replaced by the instantaneous value", tasks2, records2, 0, 0
+    )
+    zero_t, zero_r = q("SELECT count(*), sum(n) FROM task_stats WHERE max_inst = 0")
+    tasks4, records4 = tasks2 - zero_t, records2 - zero_r
+    report.add_step("zero_usage", "tasks with zero instantaneous usage in every record dropped", tasks4, records4, zero_t, zero_r)
+    short_t, short_r = q(f"SELECT count(*), sum(n) FROM task_stats WHERE max_inst > 0 AND n < {int(min_records)}")
+    tasks5, records5 = tasks4 - short_t, records4 - short_r
+    report.add_step(
+        "short", f"short tasks (fewer than {min_records} records after step 2) dropped",
+        tasks5, records5, short_t, short_r,
+    )
+    con.execute(
+        f"CREATE TABLE kept AS SELECT job, idx, n FROM task_stats WHERE max_inst > 0 AND n >= {int(min_records)} "
+        "ORDER BY job, idx"
+    )
+    con.execute("DROP TABLE task_stats")
+
+
+def write_output(db: _Database, out: Path, report: IngestReport, source: dict, block: int = 1 << 22) -> None:
+    """Sort the kept records and stream them to the series file."""
+    con = db.con
+    kept = con.execute("SELECT job, idx, n FROM kept ORDER BY job, idx").fetchnumpy()
+    task_id = np.stack([kept["job"], kept["idx"]], axis=1).astype(np.int64) if len(kept["job"]) else np.zeros((0, 2), np.int64)
+    offsets = np.zeros(len(task_id) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(kept["n"], dtype=np.int64), out=offsets[1:])
+    con.execute(
+        "CREATE TABLE sorted AS SELECT r.job, r.idx, r.start_time, r.end_time, r.machine, r.inst, r.avg "
+        "FROM records r SEMI JOIN kept USING (job, idx) "
+        "ORDER BY r.job, r.idx, r.start_time, r.end_time, r.machine NULLS FIRST"
+    )
+    con.execute("DROP TABLE records")
+    dup = con.execute(
+        "SELECT coalesce(sum(c - 1), 0) FROM (SELECT count(*) AS c FROM sorted "
+        "GROUP BY job, idx, start_time, end_time, machine HAVING count(*) > 1)"
+    ).fetchone()[0]
+    report.counts["duplicates"] = int(dup)
+    n_records = int(offsets[-1])
+    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
+        for start in range(0, n_records, block):
+            part = con.execute(
+                "SELECT start_time, inst, avg FROM sorted WHERE rowid >= ? AND rowid < ?",
+                [start, start + block],
+            ).fetchnumpy()
+            writer.write_records(start, part["inst"], part["avg"], part["start_time"])
+
+
+def ingest_google2011(
+    trace_dir: str | os.PathLike | None,
+    out: str | os.PathLike,
+    *,
+    task_events=None,
+    task_usage=None,
+    min_records: int = DEFAULT_MIN_RECORDS,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+    on_bad_lines: str = "error",
+    tmp_dir=None,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest Google 2011 shards into the series file ``out`` (SPEC §7).
+
+    Parameters
+    ----------
+    trace_dir
+        Folder holding ``task_events/`` and ``task_usage/``; either may be
+        given instead (or overridden) by ``task_events`` / ``task_usage``: a
+        folder, a glob or a file.
+    out
+        Series file to write (atomically: an existing file is replaced only on
+        success).
+    min_records
+        Tasks with fewer records (after step 2) are short (SPEC §7 step 5).
+    threads, memory_limit
+        DuckDB's worker threads and memory limit (e.g. ``"4GB"``); past the
+        limit it spills to ``tmp_dir``.
+    on_bad_lines
+        ``"error"``: the first bad line is an InputError naming file and line;
+        ``"skip"``: bad lines are dropped and counted in the report.
+    tmp_dir
+        Folder for DuckDB's database and spill files (default: the system's
+        temporary folder); needs room for about the size of the kept records.
+    progress
+        Called after each shard (see :data:`ProgressFn`).
+
+    Returns
+    -------
+    IngestReport
+        The counts, also stored in the series' ``filters`` attribute.
+    """
+    _check_bad_lines(on_bad_lines)
+    if int(min_records) < 1:
+        raise InputError(f"--min-records must be >= 1, not {min_records}")
+    if trace_dir is not None:
+        trace_dir = Path(trace_dir)
+        if not trace_dir.is_dir():
+            raise InputError(f"{trace_dir}: trace directory not found")
+    events_spec = task_events if task_events is not None else (trace_dir / "task_events" if trace_dir else None)
+    usage_spec = task_usage if task_usage is not None else (trace_dir / "task_usage" if trace_dir else None)
+    if events_spec is None or usage_spec is None:
+        raise InputError("give a trace directory, or both task_events and task_usage shards")
+    events = find_shards(events_spec, "task_events")
+    usage = find_shards(usage_spec, "task_usage")
+    out = Path(out)
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory, not a series file name")
+
+    report = IngestReport()
+    t0 = time.perf_counter()
+    db = _Database(threads, memory_limit, tmp_dir)
+    try:
+        t = time.perf_counter()
+        report.counts.update(read_failing_tasks(db, events, on_bad_lines, progress))
+        report.timings["task_events"] = -t + (t := time.perf_counter())
+        report.counts.update(read_usage(db, usage, on_bad_lines, progress))
+        report.timings["task_usage"] = -t + (t := time.perf_counter())
+        apply_filters(db, int(min_records), report)
+        report.timings["filters"] = -t + (t := time.perf_counter())
+        report.counts.update(
+            min_records=int(min_records),
+            on_bad_lines=on_bad_lines,
+            bad_lines=report.counts["event_bad_lines"] + report.counts["usage_bad_lines"],
+            task_events_shards=len(events),
+            task_usage_shards=len(usage),
+        )
+        source = dict(
+            format="google2011",
+            task_events=[str(p) for p in events] if len(events) <= 20 else f"{len(events)} shards from {events[0].parent}",
+            task_usage=[str(p) for p in usage] if len(usage) <= 20 else f"{len(usage)} shards from {usage[0].parent}",
+        )
+        write_output(db, out, report, source)
+        report.timings["sort_and_write"] = time.perf_counter() - t
+    finally:
+        db.close()
+    report.seconds = time.perf_counter() - t0
+    return report

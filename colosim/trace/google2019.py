@@ -1,0 +1,228 @@
+"""Ingest of Google 2019 (Borg v3) per-task ``instance_usage`` series into a
+series file: SPEC §7 steps 2-5, with ``random_sample_cpu_usage`` as the
+instantaneous and ``avg_cpu_usage`` as the average usage.
+
+Input: CSV files with a header row (gzip'd or plain), one task per file as
+exported per task; a task is keyed by (``collection_id``,
+``instance_index``), so records of one task spread over several files are
+merged. Records are sorted by (``time``, ``machine_id``): the 2019 rows carry
+one timestamp, the window start, and no end time.
+
+There are no task events here, so step 1 (failing tasks) does not apply.
+The files are small (one task each), so they are read with the standard
+library, which names every bad line exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..errors import InputError
+from ..io.series import SeriesWriter
+from ._shards import find_shards, open_text
+from .google2011 import DEFAULT_MIN_RECORDS, ON_BAD_LINES, IngestReport
+
+REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
+OPTIONAL = ("machine_id",)
+
+
+def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None:
+    """Append the rows of one CSV file to ``tasks[(collection, index)]``."""
+    import gzip
+    import zlib
+
+    lineno = 0
+    try:
+        with open_text(path) as fh:
+            reader = csv.reader(fh)
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise InputError(f"{path}: empty file (no header row)") from None
+            lineno = 1
+            header = [h.strip() for h in header]
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise InputError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}")
+            col = {name: header.index(name) for name in REQUIRED + OPTIONAL if name in header}
+            width = len(header)
+            for lineno, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                problem, record = _parse_row(row, width, col)
+                if problem is not None:
+                    if on_bad_lines == "error":
+                        raise InputError(f"{path}: line {lineno}: {problem}")
+                    counts["bad_lines"] += 1
+                    continue
+                key, values = record
+                tasks.setdefault(key, []).append(values)
+    except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(
+            f"{path}: unreadable after line {lineno} ({type(exc).__name__}: {str(exc) or 'truncated'})"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _parse_row(row, width, col):
+    if len(row) != width:
+        return f"expected {width} columns, found {len(row)}", None
+    try:
+        time = int(row[col["time"]])
+        collection = int(row[col["collection_id"]])
+        index = int(row[col["instance_index"]])
+        machine = int(row[col["machine_id"]]) if "machine_id" in col and row[col["machine_id"]].strip() else -1
+    except ValueError:
+        return "time, collection_id, instance_index or machine_id is not an integer", None
+    if not all(-(2**63) <= v < 2**63 for v in (time, collection, index, machine)):
+        return "time, collection_id, instance_index or machine_id is outside the 64-bit range", None
+    usage = []
+    for name in ("random_sample_cpu_usage", "avg_cpu_usage"):
+        text = row[col[name]].strip()
+        if text == "":
+            usage.append(math.nan)  # missing: dropped by step 2, not a bad line
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            return f"{name} is not a number ({text[:20]!r})", None
+        if not (math.isfinite(value) and value >= 0):
+            return f"{name} holds {text[:20]!r} (CPU usage must be finite and >= 0)", None
+        usage.append(value)
+    return None, ((collection, index), (time, machine, usage[0], usage[1]))
+
+
+def collect_files(paths: Iterable) -> list[Path]:
+    """Every CSV file named by ``paths`` (files, folders searched
+    recursively, globs), without repeats, in a stable order."""
+    files: list[Path] = []
+    for spec in paths:
+        p = Path(spec)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and q.name.endswith((".csv", ".csv.gz")))
+            if not found:
+                raise InputError(f"{p}: no instance_usage files (*.csv or *.csv.gz) under this directory")
+            files.extend(found)
+        else:
+            files.extend(find_shards(spec, "instance_usage"))
+    seen, unique = set(), []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    if not unique:
+        raise InputError("no instance_usage files given")
+    return unique
+
+
+def ingest_google2019(
+    paths: Iterable,
+    out: str | os.PathLike,
+    *,
+    min_records: int = DEFAULT_MIN_RECORDS,
+    on_bad_lines: str = "error",
+    progress: Callable[[str, Path, int, int, int, int], None] | None = None,
+) -> IngestReport:
+    """Ingest per-task Google 2019 ``instance_usage`` CSVs into ``out``.
+
+    Parameters are as for :func:`~colosim.trace.google2011.ingest_google2011`;
+    the report has no ``failing`` step.
+    """
+    if on_bad_lines not in ON_BAD_LINES:
+        raise InputError(f"--on-bad-lines must be one of {', '.join(ON_BAD_LINES)}, not {on_bad_lines!r}")
+    if int(min_records) < 1:
+        raise InputError(f"--min-records must be >= 1, not {min_records}")
+    files = collect_files(paths)
+    out = Path(out)
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory, not a series file name")
+    tasks: dict = {}
+    counts = {"bad_lines": 0}
+    total = sum(p.stat().st_size for p in files)
+    for i, path in enumerate(files):
+        _read_file(path, on_bad_lines, tasks, counts)
+        if progress is not None:
+            progress("instance_usage", path, i, len(files), path.stat().st_size, total)
+
+    report = IngestReport()
+    keys = sorted(tasks)
+    arrays = {}
+    for key in keys:
+        rows = tasks[key]
+        arr = np.array([(t, m) for t, m, _, _ in rows], dtype=np.int64).reshape(-1, 2)
+        usage = np.array([(x, y) for _, _, x, y in rows], dtype=np.float64).reshape(-1, 2)
+        arrays[key] = (arr, usage)
+    n0 = sum(len(a[0]) for a in arrays.values())
+    report.add_step("input", "instance_usage records read", len(keys), n0)
+    # step 2: records missing the sampled or the average usage
+    kept = {}
+    dropped_r = 0
+    for key in keys:
+        arr, usage = arrays[key]
+        ok = ~np.isnan(usage).any(axis=1)
+        dropped_r += int((~ok).sum())
+        if ok.any():
+            kept[key] = (arr[ok], usage[ok])
+    report.add_step(
+        "missing", "records missing avg_cpu_usage or random_sample_cpu_usage dropped (tasks left with none)",
+        len(kept), n0 - dropped_r, len(keys) - len(kept), dropped_r,
+    )
+    n2 = n0 - dropped_r
+    # step 3: average above 1 -> the record's instantaneous value
+    replaced = inst_above = 0
+    for key, (arr, usage) in kept.items():
+        above = usage[:, 1] > 1
+        replaced += int(above.sum())
+        inst_above += int((usage[:, 0] > 1).sum())
+        usage[above, 1] = usage[above, 0]
+    report.add_step("above_1", "averages above 1 replaced by the instantaneous value", len(kept), n2, 0, 0)
+    # step 4: zero-usage tasks (on the stored float32 values, as for 2011)
+    nonzero = {k: v for k, v in kept.items() if np.any(v[1][:, 0].astype(np.float32) > 0)}
+    zero_r = sum(len(v[0]) for k, v in kept.items() if k not in nonzero)
+    report.add_step(
+        "zero_usage", "tasks with zero instantaneous usage in every record dropped",
+        len(nonzero), n2 - zero_r, len(kept) - len(nonzero), zero_r,
+    )
+    n4 = n2 - zero_r
+    # step 5: short tasks
+    long_ = {k: v for k, v in nonzero.items() if len(v[0]) >= min_records}
+    short_r = sum(len(v[0]) for k, v in nonzero.items() if k not in long_)
+    report.add_step(
+        "short", f"short tasks (fewer than {min_records} records after step 2) dropped",
+        len(long_), n4 - short_r, len(nonzero) - len(long_), short_r,
+    )
+    out_keys = sorted(long_)
+    lengths = np.array([len(long_[k][0]) for k in out_keys], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    duplicates = 0
+    blocks = []
+    for key in out_keys:
+        arr, usage = long_[key]
+        order = np.lexsort((arr[:, 1], arr[:, 0]))  # by time, then machine
+        arr, usage = arr[order], usage[order]
+        if len(arr) > 1:
+            duplicates += int(np.all(arr[1:] == arr[:-1], axis=1).sum())
+        blocks.append((arr[:, 0], usage[:, 0], usage[:, 1]))
+    report.counts.update(
+        avg_above_1_replaced=replaced,
+        inst_above_1=inst_above,
+        duplicates=duplicates,
+        bad_lines=counts["bad_lines"],
+        min_records=int(min_records),
+        on_bad_lines=on_bad_lines,
+        files=len(files),
+    )
+    task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
+    source = dict(format="google2019", files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
+    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
+        for k, (start_time, inst, avg) in enumerate(blocks):
+            writer.write_records(int(offsets[k]), inst, avg, start_time)
+    return report
