@@ -80,7 +80,7 @@ def test_selection_follows_the_grid():
     assert [n for n, why in support.items() if why is None] == [7, 8, 11]
     assert "GPA" in support[9] and "clairvoyance" in support[12] and "rebalancing" in support[13]
     # Cantelli and max only: Figure 8 (GPA, av, perc) has nothing to show
-    cm = [r for r in only_cap if False] + [make_row(0, "cantelli:1", 0.1), make_row(0, "max", 0.0)]
+    cm = [make_row(0, "cantelli:1", 0.1), make_row(0, "max", 0.0)]
     assert supported_figures(cm)[8] is not None and supported_figures(cm)[7] is None
     # rebalancing on/off but every q without rebalancing is 0: no gain to draw
     zero = [make_row(0, "gpa:0.1", 0.0, rebalance=rb) for rb in (True, False)]

@@ -293,3 +293,33 @@ def test_reproduce_bad_input_exits_2(tmp_path, store_configs):
     assert "no *.toml" in bad("--configs", str(tmp_path / "empty"))
     (store_configs / "broken.toml").write_text("[grid]\nfoo = 1\n")
     assert "broken.toml" in bad("--scale", "tiny", "--configs", str(store_configs))
+
+
+# ---------------------------------------------------------------- properties
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+freq = st.one_of(st.just(0.0), st.floats(1e-9, 1.0))
+
+
+@given(freq, freq, st.floats(1e-9, 1e-3))
+def test_frequency_rule_is_symmetric_and_scale_free(a, b, r):
+    assert frequency_holds(a, b, r) == frequency_holds(b, a, r)
+    if a >= 3 * r and b >= 3 * r:
+        assert frequency_holds(a, b, r) == (max(a, b) <= 3 * min(a, b))
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=8), st.randoms())
+def test_rebalancing_claim_ignores_row_order(pairs, rnd):
+    rows = []
+    for k, (off, on) in enumerate(pairs):
+        rows += [make_row(k, "av:1.25", off, rebalance=False), make_row(k, "av:1.25", on, rebalance=True)]
+    a = claim_rebalancing(res(rows), "", "", "av")
+    rnd.shuffle(rows)
+    b = claim_rebalancing(res(rows), "", "", "av")
+    assert a == b
+    usable = [(off - on) / off for off, on in pairs if off > 0]
+    assert (a.verdict == MISSING) == (not usable)
+    if usable:
+        assert a.verdict == (HOLDS if abs(sum(usable) / len(usable) - 0.07) <= 0.05 * 0.07 else FAILS)

@@ -30,7 +30,6 @@ from typing import Callable
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..errors import InputError
@@ -171,7 +170,7 @@ def rebalancing_gains(rows: list[dict]) -> dict[tuple, np.ndarray]:
     (paper Figure 13), keyed by (estimator, algorithm); runs are paired on
     instance and every other grid key. Pairs with ``q_off = 0`` are omitted
     (the paper omits zero-q baselines); perc and max are omitted as in the
-    paper. Also returns nothing for keys without a single usable pair."""
+    paper. A key without a single usable pair is absent from the result."""
     off, on = {}, {}
     for r in rows:
         if family(r["estimator"]) in ("perc", "max"):
@@ -179,7 +178,7 @@ def rebalancing_gains(rows: list[dict]) -> dict[tuple, np.ndarray]:
         key = (r["instance"],) + tuple(r[k] for k in GRID_KEYS if k != "rebalance")
         (on if r["rebalance"] else off)[key] = r["q"]
     gains: dict[tuple, list] = {}
-    for key, q_off in off.items():
+    for key, q_off in sorted(off.items()):  # instance order, whatever the rows' order
         if key in on and q_off > 0:
             gains.setdefault((key[1], key[2]), []).append((q_off - on[key]) / q_off)
     return {k: np.asarray(v) for k, v in gains.items()}
