@@ -452,8 +452,9 @@ def draw_fig12(rows):
 def draw_fig13(rows):
     rows = _fig13_rows(rows)
     gains = rebalancing_gains(rows)
-    algorithms = unique(k[1] for k in gains)
-    specs = unique(k[0] for k in gains)
+    # table order, as the config lists them
+    algorithms = [a for a in unique(r["algorithm"] for r in rows) if any(k[1] == a for k in gains)]
+    specs = [s for s in unique(r["estimator"] for r in rows) if any(k[0] == s for k in gains)]
     n_inst = len(unique(r["instance"] for r in rows))
     fig = Figure(figsize=(max(7, 0.8 * len(specs) + 2), 3.8 * len(algorithms) + 0.6), layout="constrained")
     for i, alg in enumerate(algorithms):
