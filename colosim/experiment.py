@@ -15,7 +15,7 @@ import numpy as np
 from .errors import InputError
 from .estimators import Estimator, compute_statistics, parse_estimator
 from .kernels.evaluate import evaluate_packings
-from .kernels.packing import BEST_FIT, FIRST_FIT, pack_items
+from .kernels.packing import BEST_FIT, FIRST_FIT, pack_many
 from .kernels.stats import row_means
 
 ALGORITHMS = {"first-fit": FIRST_FIT, "best-fit": BEST_FIT}
@@ -131,31 +131,35 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
         k = splits[cl][0]
         stats[data, cl] = compute_statistics(source[:, :k], sorted(lv))
 
-    items = {}
-    packings = []
-    for p in points:
-        key = (p.data, p.clairvoyance, p.estimator)
-        if key not in items:
-            a, b = p.estimator.items(stats[p.data, p.clairvoyance])
-            items[key] = (np.ascontiguousarray(a), np.ascontiguousarray(b), p.estimator.z)
-        a, b, z = items[key]
-        cap = p.headroom * p.capacity
-        assign, m_abs, moves = pack_items(a, b, z, cap, ALGORITHMS[p.algorithm], p.rebalance)
-        oversize = int(np.count_nonzero(a + z * np.sqrt(b) > cap))
-        packings.append((assign, int(m_abs), int(moves), oversize))
+    # items once per (data, clairvoyance, estimator); all packings in one call
+    item_keys = list(dict.fromkeys((p.data, p.clairvoyance, p.estimator) for p in points))
+    a_all = np.empty((len(item_keys), n))
+    b_all = np.empty((len(item_keys), n))
+    z_all = np.empty(len(item_keys))
+    for e, (data, cl, est) in enumerate(item_keys):
+        a_all[e], b_all[e] = est.items(stats[data, cl])
+        z_all[e] = est.z
+    index = {key: e for e, key in enumerate(item_keys)}
+    item_of = np.array([index[p.data, p.clairvoyance, p.estimator] for p in points], dtype=np.int64)
+    caps = np.array([p.headroom * p.capacity for p in points])
+    assigns, n_bins, moves = pack_many(
+        a_all, b_all, z_all, item_of, caps,
+        np.array([ALGORITHMS[p.algorithm] for p in points], dtype=np.int64),
+        np.array([p.rebalance for p in points], dtype=np.bool_),
+    )
+    standalone = a_all + z_all[:, None] * np.sqrt(b_all)
+    packings = [
+        (assigns[k], int(n_bins[k]), int(moves[k]), int(np.count_nonzero(standalone[item_of[k]] > caps[k])))
+        for k in range(len(points))
+    ]
 
-    # all packings judged on the same columns are evaluated together
-    evaluations = [None] * len(points)
-    by_first: dict[int, list[int]] = {}
-    for k, p in enumerate(points):
-        by_first.setdefault(splits[p.clairvoyance][1], []).append(k)
-    for first, ks in by_first.items():
-        results = evaluate_packings(
-            x, first, R, [packings[k][0] for k in ks], [packings[k][1] for k in ks],
-            [points[k].capacity for k in ks],
-        )
-        for k, r in zip(ks, results):
-            evaluations[k] = r
+    # all packings of the instance are evaluated together: a bin that several
+    # packings share (across estimators, algorithms, rebalancing or
+    # clairvoyance levels) is summed once
+    evaluations = evaluate_packings(
+        x, [splits[p.clairvoyance][1] for p in points], R, [pk[0] for pk in packings],
+        [pk[1] for pk in packings], [p.capacity for p in points],
+    )
 
     out = []
     for p, (assign, m_abs, moves, oversize), (counts, severity_sum, n_viol) in zip(points, packings, evaluations):

@@ -11,8 +11,9 @@ load is recomputed from the bin's member list, kept sorted.
 import math
 
 import numpy as np
+from numba import prange
 
-from .._jit import jit
+from .._jit import jit, pjit
 
 FIRST_FIT = 0
 BEST_FIT = 1
@@ -174,3 +175,28 @@ def pack_items(a, b, z, cap, algorithm, do_rebalance):
     if do_rebalance:
         return rebalance(assign, n_bins, a, b, z, cap)
     return assign, n_bins, 0
+
+
+@pjit
+def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances):
+    """Pack every grid point of one instance in one call.
+
+    Point p packs items ``item_of[p]`` (a row of ``a_all``/``b_all``, with
+    ``z_all[item_of[p]]``) at capacity ``caps[p]`` with ``algorithms[p]``,
+    rebalanced when ``rebalances[p]``. Points are independent, so the
+    ``prange`` over them gives the same packings whatever the thread count.
+
+    Returns ``assigns`` (P, n), ``n_bins`` (P,) and ``moves`` (P,).
+    """
+    P = item_of.shape[0]
+    n = a_all.shape[1]
+    assigns = np.empty((P, n), dtype=np.int64)
+    n_bins = np.empty(P, dtype=np.int64)
+    moves = np.empty(P, dtype=np.int64)
+    for p in prange(P):
+        e = item_of[p]
+        assign, m, mv = pack_items(a_all[e], b_all[e], z_all[e], caps[p], algorithms[p], rebalances[p])
+        assigns[p] = assign
+        n_bins[p] = m
+        moves[p] = mv
+    return assigns, n_bins, moves
