@@ -377,6 +377,8 @@ def reproduce(
                               "10 instances of 200 tasks) or tiny (a smoke test)."),
     configs: Path = typer.Option(Path("configs"), "--configs", help="Folder of sweep configs (*.toml)."),
     force: bool = typer.Option(False, "--force", help="Replace results of another scale or config in --out."),
+    backend: str = typer.Option("local", "--backend", help="local (this process) or dask, for every sweep."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (default: a local cluster)."),
 ) -> None:
     """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
     Section 5 claims beside colosim's values, each marked holds or not (SPEC 12)."""
@@ -386,7 +388,7 @@ def reproduce(
     with _progress_factory() as factory:
         try:
             report = run(out, scale=scale, configs_dir=configs, force=force, progress_factory=factory,
-                         log=lambda msg: typer.echo(msg, err=True))
+                         log=lambda msg: typer.echo(msg, err=True), backend=backend, scheduler=scheduler)
         except Interrupted as exc:
             typer.echo(f"{exc}; run the same command again to resume", err=True)
             raise typer.Exit(130) from None

@@ -491,13 +491,14 @@ def load_configs(configs_dir, scale: str) -> list[SweepConfig]:
 
 
 def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bool = False,
-              progress_factory=None, log=None) -> Path:
+              progress_factory=None, log=None, backend: str = "local", scheduler: str | None = None) -> Path:
     """Run every config, draw its figures, judge the claims, write
     ``out_dir/REPORT.md``; returns the report's path.
 
     Results go to ``out_dir/results/NAME.csv`` (reused when complete for
     the same scaled config, see :func:`colosim.sweep.sweep`), figures to
-    ``out_dir/figures/NAME/``.
+    ``out_dir/figures/NAME/``. ``backend`` and ``scheduler`` are passed
+    to every sweep.
     """
     from .io.atomic import write_text_atomic
     from .io.store import open_store
@@ -506,6 +507,8 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
     from .sweep import read_results, sweep
 
     out_dir = Path(out_dir)
+    if backend not in ("local", "dask"):
+        raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
     configs = load_configs(configs_dir, scale)
     t_start = time.perf_counter()
     runs: list[ExperimentRun] = []
@@ -516,7 +519,8 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
         with open_store(store_path) as store:
             realizations = store.n_realizations
         csv = out_dir / "results" / f"{name}.csv"
-        res = sweep(cfg, store_path, csv, force=force, progress_factory=progress_factory)
+        res = sweep(cfg, store_path, csv, force=force, progress_factory=progress_factory,
+                    backend=backend, scheduler=scheduler)
         rows = read_results(csv)  # typed as any reader of the CSV sees them
         results = Results(rows=rows, realizations=realizations, tasks=cfg.instances.tasks)
         wanted = EXPERIMENT_FIGURES.get(name)

@@ -288,6 +288,7 @@ def test_reproduce_bad_input_exits_2(tmp_path, store_configs):
         assert not (tmp_path / "o" / "REPORT.md").exists()
         return lines[0]
     assert "unknown scale 'huge'" in bad("--scale", "huge", "--configs", str(store_configs))
+    assert "backend must be" in bad("--backend", "mpi", "--configs", str(store_configs))
     assert "configs folder not found" in bad("--configs", str(tmp_path / "nowhere"))
     (tmp_path / "empty").mkdir()
     assert "no *.toml" in bad("--configs", str(tmp_path / "empty"))
