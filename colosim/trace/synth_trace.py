@@ -45,10 +45,19 @@ MIN_LONG = 24
 _EXTRA_JOB_BASE = 7_000_000_000  # jobs of the planted extra tasks (population: 6e9 + ...)
 _TAG_PLANT = 3011
 FAILING_TYPES = (2, 3, 5, 6)
-# Columns 7-19 of a usage record (memory, page cache, I/O, max CPU, CPI, ...):
-# constants shaped like the trace's, unused by colosim.
-_USAGE_MIDDLE = "0.06787,0.07568,0.001156,0.001503,0.06787,2.861e-06,0.0001869,0.03967,0.0003567,2.445,0.007243,0,1"
+_TAG_MIDDLE = 4011
+_POOL = 4096
 _USER = "70s3v5qRyCO/1PCdI6fVXnrW8FU/w+5CKRSa72xgcIo="
+
+
+def _middle_pool(seed: int) -> list[str]:
+    """Columns 7-19 of a usage record (memory, page cache, I/O, max CPU, CPI,
+    ...), unused by colosim: a pool of plausible random rows, so that the
+    files compress about as well as the official ones."""
+    g = np.random.default_rng([seed, _TAG_MIDDLE])
+    scales = np.array([0.1, 0.1, 0.002, 0.003, 0.1, 1e-5, 5e-4, 0.2, 1e-3, 4.0, 0.02])
+    values = g.random((_POOL, len(scales))) * scales
+    return [",".join("%.4g" % v for v in row) + ",0,1" for row in values.tolist()]
 
 
 def _fmt(values: np.ndarray) -> list[str]:
@@ -182,6 +191,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
     events = _ShardWriter(tmp / "task_events", days)
     counts = {k: [0, 0] for k in ("input", "failing", "missing", "zero_usage", "short", "long")}
     long_tasks = []
+    middle = _middle_pool(seed)
     n_long = 0
     above_1 = 0
     try:
@@ -229,10 +239,11 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
                     long_tasks.append([job, idx, n])
                 t0 = TRACE_START_US + first * WINDOW_US
                 times = [t0 + WINDOW_US * i for i in range(n)]
-                rows = [f"{t},{t + WINDOW_US},{job},{idx},{machine},{a},{_USAGE_MIDDLE},{x}\n"
-                        for t, a, x in zip(times, avg_s, inst_s)]
+                pick = np.random.default_rng([seed, _TAG_MIDDLE, job, idx]).integers(0, _POOL, n).tolist()
+                rows = [f"{t},{t + WINDOW_US},{job},{idx},{machine},{a},{middle[m]},{x}\n"
+                        for t, a, x, m in zip(times, avg_s, inst_s, pick)]
                 for i, a, x in extra_rows:
-                    rows.append(f"{times[i]},{times[i] + WINDOW_US},{job},{idx},{machine + 1},{a},{_USAGE_MIDDLE},{x}\n")
+                    rows.append(f"{times[i]},{times[i] + WINDOW_US},{job},{idx},{machine + 1},{a},{middle[0]},{x}\n")
                     times.append(times[i])
                 counts["input"][0] += 1
                 counts["input"][1] += len(rows)
