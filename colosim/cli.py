@@ -395,6 +395,27 @@ def reproduce(
     typer.echo(f"wrote {report}")
 
 
+# ----------------------------------------------------------- synth-trace ---
+
+@app.command("synth-trace")
+@handle_errors
+def synth_trace_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to create (must not exist, or be empty)."),
+    tasks: int = typer.Option(..., "--tasks", "-n", help="Tasks of the built-in population (long-task candidates)."),
+    days: int = typer.Option(29, "--days", help="Length of the trace in days (one shard per day)."),
+    seed: int = typer.Option(..., "--seed", help="Seed of the population and of the planted tasks."),
+) -> None:
+    """Write a synthetic trace in the Google 2011 format (task_events + task_usage) with planted
+    failing, zero-usage and short tasks, incomplete records and averages above 1 (see planted.json)."""
+    from .trace.synth_trace import total_tasks, write_synthetic_trace
+
+    with progress_bar(f"synth-trace {out.name}", total_tasks(max(tasks, 0))) as advance:
+        planted = write_synthetic_trace(out, n_tasks=tasks, days=days, seed=seed, progress=advance)
+    last = planted["steps"][-1]
+    typer.echo(f"wrote {out}: {planted['steps'][0]['tasks']} tasks, {planted['steps'][0]['records']} records; "
+               f"planted {last['tasks']} long tasks with {last['records']} records")
+
+
 def main() -> None:  # console-script entry point
     app()
 
