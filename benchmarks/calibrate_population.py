@@ -284,8 +284,9 @@ def misfit(out: dict) -> float:
     return float(sum(terms))
 
 
-FREE = ["mean_sigma", "mean_max", "cv_ref", "cv_exponent", "cv_sigma", "multi_share",
-        "level_share", "share_concentration", "dwell_max", "p_on", "shape_min"]
+# Stage 2: the parameters that shape tails and the spread of task sizes,
+# fitted to every row (packing included; tens of seconds per evaluation).
+FREE = ["mean_sigma", "mean_max", "cv_sigma", "share_concentration", "p_on", "shape_min"]
 
 
 def median_for_mean(mean: float, sigma: float, cap: float) -> float:
@@ -305,13 +306,59 @@ def median_for_mean(mean: float, sigma: float, cap: float) -> float:
 
 def _to_model(theta, base: PopulationModel) -> PopulationModel:
     vals = dict(zip(FREE, np.exp(theta)))
-    vals["multi_share"] = min(1.0, vals["multi_share"])
     vals["mean_max"] = min(1.0, vals["mean_max"])
-    vals["level_share"] = min(1.0, vals["level_share"])
-    vals["dwell_max"] = max(1.0, vals["dwell_max"])
     vals["shape_min"] = min(vals["shape_min"], vals["p_on"])
     vals["mean_median"] = median_for_mean(PAPER["sum500"] / 500, vals["mean_sigma"], vals["mean_max"])
     return base.replace(**{k: float(v) for k, v in vals.items()})
+
+
+SHAPE_FREE = ["cv_ref", "cv_exponent", "multi_share", "level_share", "dwell_max"]
+
+
+def measure_shape(model: PopulationModel, seed=1, n_tasks=3000):
+    """The record-level rows only (std ~ mean lines, KS share): cheap."""
+    pop = SyntheticPopulation(n_tasks, seed=seed, model=model)
+    series = [pop.task(k) for k in range(n_tasks)]
+    (s_i, i_i), (s_a, i_a) = std_lines(series)
+    return {"inst_slope": s_i, "inst_intercept": i_i, "avg_slope": s_a, "avg_intercept": i_a,
+            "ks_share": ks_share(series, seed=seed)}
+
+
+def misfit_shape(out: dict) -> float:
+    terms = [((out[k] / PAPER[k] - 1) / 0.1) ** 2
+             for k in ("inst_slope", "inst_intercept", "avg_slope", "avg_intercept")]
+    terms.append(((out["ks_share"] - 0.30) / 0.03) ** 2)
+    return float(sum(terms))
+
+
+def fit_shape(base: PopulationModel, evals: int, seed: int):
+    """Stage 1: the parameters that set the per-task std and time variation,
+    fitted to the record-level rows (a few seconds per evaluation)."""
+    from scipy.optimize import minimize
+
+    theta0 = np.log([getattr(base, k) for k in SHAPE_FREE])
+    best = {"f": np.inf, "model": base}
+    t0 = time.time()
+
+    def f(theta):
+        vals = dict(zip(SHAPE_FREE, np.exp(theta)))
+        vals["multi_share"] = min(1.0, vals["multi_share"])
+        vals["level_share"] = min(1.0, vals["level_share"])
+        vals["dwell_max"] = max(1.0, vals["dwell_max"])
+        model = base.replace(**{k: float(v) for k, v in vals.items()})
+        out = measure_shape(model, seed=seed)
+        val = misfit_shape(out)
+        if val < best["f"]:
+            best.update(f=val, model=model, out=out)
+            print(f"[{time.time() - t0:5.0f}s] {val:8.3f} "
+                  + " ".join(f"{k}={getattr(model, k):.4g}" for k in SHAPE_FREE) + " | "
+                  + " ".join(f"{k}={v:.3g}" for k, v in out.items()), flush=True)
+        return val
+
+    simplex = np.vstack([theta0] + [theta0 + 0.3 * np.eye(len(SHAPE_FREE))[i] for i in range(len(SHAPE_FREE))])
+    minimize(f, theta0, method="Nelder-Mead",
+             options={"maxfev": evals, "initial_simplex": simplex, "xatol": 1e-3, "fatol": 1e-3})
+    return best
 
 
 def fit(base: PopulationModel, n_instances: int, evals: int, seed: int, pack: bool):
@@ -350,7 +397,7 @@ def print_table(out: dict, file=sys.stdout):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=["measure", "fit"])
+    ap.add_argument("command", choices=["measure", "fit-shape", "fit"])
     ap.add_argument("--instances", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--clusters", action="store_true")
@@ -369,6 +416,10 @@ def main(argv=None):
               f"packing by {'colosim.run' if hasattr(colosim, 'run') else 'plain best-fit'}; "
               f"{time.time() - t:.0f} s; misfit {misfit(out):.3f}")
         print_table(out)
+    elif args.command == "fit-shape":
+        best = fit_shape(base, args.evals, args.seed)
+        print("best misfit", best["f"])
+        print(json.dumps({k: getattr(best["model"], k) for k in SHAPE_FREE}, indent=1))
     else:
         best = fit(base, args.instances, args.evals, args.seed, not args.no_pack)
         print("best misfit", best["f"])

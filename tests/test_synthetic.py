@@ -308,7 +308,8 @@ def test_time_invariance_rejections(sample):
         nw = len(inst) // 12
         a, b = rng.choice(nw, 2, replace=False)
         rejected += stats.ks_2samp(inst[12 * a:12 * a + 12], inst[12 * b:12 * b + 12]).pvalue < 0.05
-    assert 0.2 <= rejected / 600 <= 0.4
+    # the calibrated population gives about 22% (docs/population.md)
+    assert 0.15 <= rejected / 600 <= 0.40
 
 
 def test_histograms_mostly_below_0_3(sample):

@@ -109,9 +109,9 @@ class PopulationModel:
     share_concentration : float
         Dirichlet concentration of the levels' time shares (large: even
         shares; small: some levels rare).
-    dwell_max : float
+    dwell_min, dwell_max : float
         Mean dwell times ``D`` in a level (records) are log-uniform in
-        [1, dwell_max].
+        [dwell_min, dwell_max].
     phases : int
         Values per window (``M``): a window's average is the mean of M
         independent draws, its instantaneous record one of them, so within a
@@ -130,21 +130,22 @@ class PopulationModel:
     """
 
     full_share: float = 0.12
-    mean_median: float = 0.012
-    mean_sigma: float = 1.25
-    mean_max: float = 0.5
-    cv_ref: float = 0.9
-    cv_exponent: float = 0.35
-    cv_sigma: float = 0.3
-    multi_share: float = 0.5
-    max_levels: int = 4
-    level_share: float = 0.5
-    share_concentration: float = 2.0
-    dwell_max: float = 60.0
-    phases: int = 2
-    p_on: float = 2.0
-    shape_min: float = 0.3
+    mean_median: float = 0.01726
+    mean_sigma: float = 0.9474
+    mean_max: float = 0.4525
+    cv_ref: float = 1.041
+    cv_exponent: float = 0.4724
+    cv_sigma: float = 0.1633
     spike_max: float = 0.15
+    multi_share: float = 0.85
+    max_levels: int = 4
+    level_share: float = 0.9
+    share_concentration: float = 8.353
+    dwell_min: float = 1.0
+    dwell_max: float = 200.0
+    phases: int = 3
+    p_on: float = 2.177
+    shape_min: float = 0.2869
 
     def __post_init__(self):
         def bad(name, rule):
@@ -153,7 +154,7 @@ class PopulationModel:
         for name in ("full_share", "multi_share", "level_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 bad(name, "in [0, 1]")
-        for name in ("mean_median", "mean_max", "dwell_max", "spike_max", "share_concentration", "shape_min", "p_on"):
+        for name in ("mean_median", "mean_max", "dwell_min", "dwell_max", "spike_max", "share_concentration", "shape_min", "p_on"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
                 bad(name, "finite and > 0")
@@ -165,8 +166,10 @@ class PopulationModel:
             bad("mean_max", "<= 1")
         if self.shape_min > self.p_on:
             bad("shape_min", f"<= p_on ({self.p_on})")
-        if self.dwell_max < 1:
-            bad("dwell_max", ">= 1")
+        if self.dwell_min < 1:
+            bad("dwell_min", ">= 1")
+        if self.dwell_max < self.dwell_min:
+            bad("dwell_max", f">= dwell_min ({self.dwell_min})")
         if not (isinstance(self.phases, (int, np.integer)) and 1 <= self.phases <= 64):
             bad("phases", "an integer in [1, 64]")
         if not (isinstance(self.max_levels, (int, np.integer)) and 2 <= self.max_levels <= 16):
@@ -228,7 +231,7 @@ class TaskParameters:
         multi = lv < m.multi_share
         frac = np.where(multi, lv / max(m.multi_share, 1e-300), 0.0)
         self.n_levels = np.where(multi, 2 + np.minimum(m.max_levels - 2, np.floor(frac * (m.max_levels - 1))), 1).astype(np.int64)
-        self.dwell = np.exp(u[:, _U_DWELL] * np.log(m.dwell_max))
+        self.dwell = m.dwell_min * np.exp(u[:, _U_DWELL] * np.log(m.dwell_max / m.dwell_min))
         self.shape = m.shape_min * np.exp(u[:, _U_SHAPE] * np.log(m.p_on / m.shape_min))
         self.start = np.floor(u[:, _U_START] * (MAX_RECORDS - self.length + 1)).astype(np.int64)
 
