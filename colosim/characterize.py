@@ -677,12 +677,14 @@ class Characterization:
 def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
                  sizes=DEFAULT_SIZES, percentile_sizes=PERCENTILE_SIZES, n_init: int = DEFAULT_N_INIT,
                  store_tasks: int = DEFAULT_STORE_TASKS, realizations: int = DEFAULT_REALIZATIONS,
-                 progress: Optional[Progress] = None) -> Characterization:
+                 progress: Optional[Progress] = None, name: Optional[str] = None) -> Characterization:
     """Run every analysis of SPEC §9 on ``series`` (and ``store`` if given).
 
     Without a store, Table 1 and Figs. 5–6 use :func:`realize_in_memory` with
     ``min(series tasks, store_tasks)`` tasks and ``realizations`` columns.
     Sample sizes larger than the store's task count are dropped with a note.
+    ``series`` may be any SPEC §8 ``SeriesSource`` (see :func:`as_series`);
+    ``name`` says what it is in the report (default: the file's path).
     """
     if seed < 0:
         raise InputError(f"--seed must be >= 0, not {seed}")
@@ -745,7 +747,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
 
     settings = dict(seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
                     n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
-                    source=str(series.path) if getattr(series, "path", None) else "in-memory series")
+                    source=name or (str(series.path) if getattr(series, "path", None) else "in-memory series"))
     return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),
                             convergence=convergence, moments=moments, lines=lines, invariance=invariance,
                             histograms=hist, clusters=clusters, sums=sums, examples=examples,
