@@ -148,9 +148,11 @@ def mean_convergence(series, ks=MEAN_CONVERGENCE_K, *, seed: int = 0,
     averages: ``(mean of k instantaneous records chosen without replacement
     - mean of all averages) / mean of all averages``.
 
-    Each task's records are put in one uniformly random order (stream
-    ``[seed, 9, 1, block]``); the k-subset is the first k records of that
-    order, hence uniformly random for each k (and nested across k).
+    Each task's records are put in one uniformly random order (the ranks of
+    uniform keys from stream ``[seed, 9, 1, block]``, one key per record);
+    the k-subset is the first k records of that order, hence uniformly random
+    for each k (and nested across k). Only the first max(ks) positions of
+    the order are needed, found by a partial sort.
 
     Returns
     -------
@@ -158,30 +160,31 @@ def mean_convergence(series, ks=MEAN_CONVERGENCE_K, *, seed: int = 0,
     """
     lengths = _check_series(series)
     advance = (progress or _no_progress)("Fig. 1 mean convergence", series.n_tasks)
-    ks = tuple(int(k) for k in ks)
-    parts: dict[int, list] = {k: [] for k in ks}
+    ks = np.array(sorted(set(int(k) for k in ks)), dtype=np.int64)
+    if ks.size == 0 or ks[0] < 1:
+        raise InputError("mean convergence: k must be positive")
+    k_max = int(ks[-1])
+    parts: dict[int, list] = {int(k): [] for k in ks}
     for bi, a, b in _blocks(series.n_tasks):
         L = lengths[a:b]
         inst = _block_values(series, a, b, "inst")
-        avg_mean = _segment_sums(_block_values(series, a, b, "avg"), L)
         with np.errstate(invalid="ignore", divide="ignore"):
-            avg_mean = avg_mean / L
-        local = np.repeat(np.arange(b - a), L)
+            avg_mean = _segment_sums(_block_values(series, a, b, "avg"), L) / L
         keys = _rng(seed, _STREAM_MEANS, bi).random(inst.size)
-        shuffled = np.append(inst[np.lexsort((keys, local))], 0.0)
-        starts = np.concatenate(([0], np.cumsum(L)[:-1]))
-        for k in ks:
-            sel = (L >= k) & (avg_mean > 0)
-            if not sel.any():
-                continue
-            st = starts[sel]
-            idx = np.empty(2 * st.size, dtype=np.int64)
-            idx[0::2] = st
-            idx[1::2] = st + k
-            mean_k = np.add.reduceat(shuffled, idx)[0::2] / k
-            parts[k].append((mean_k - avg_mean[sel]) / avg_mean[sel])
+        start = 0
+        for i in range(b - a):
+            n = int(L[i])
+            if n > 0 and avg_mean[i] > 0:
+                u = keys[start : start + n]
+                m = min(n, k_max)
+                first = np.argpartition(u, m - 1)[:m] if n > m else np.arange(n)
+                first = first[np.argsort(u[first], kind="stable")]
+                prefix = np.cumsum(inst[start + first])
+                for k in ks[ks <= n]:
+                    parts[int(k)].append((prefix[k - 1] / k - avg_mean[i]) / avg_mean[i])
+            start += n
         advance(b - a)
-    return {k: (np.concatenate(p) if p else np.empty(0)) for k, p in parts.items()}
+    return {k: np.array(p, dtype=np.float64) for k, p in parts.items()}
 
 
 # --------------------------------------------------------------------------
@@ -677,12 +680,14 @@ class Characterization:
 def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
                  sizes=DEFAULT_SIZES, percentile_sizes=PERCENTILE_SIZES, n_init: int = DEFAULT_N_INIT,
                  store_tasks: int = DEFAULT_STORE_TASKS, realizations: int = DEFAULT_REALIZATIONS,
-                 progress: Optional[Progress] = None) -> Characterization:
+                 progress: Optional[Progress] = None, name: Optional[str] = None) -> Characterization:
     """Run every analysis of SPEC §9 on ``series`` (and ``store`` if given).
 
     Without a store, Table 1 and Figs. 5–6 use :func:`realize_in_memory` with
     ``min(series tasks, store_tasks)`` tasks and ``realizations`` columns.
     Sample sizes larger than the store's task count are dropped with a note.
+    ``series`` may be any SPEC §8 ``SeriesSource`` (see :func:`as_series`);
+    ``name`` says what it is in the report (default: the file's path).
     """
     if seed < 0:
         raise InputError(f"--seed must be >= 0, not {seed}")
@@ -745,7 +750,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
 
     settings = dict(seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
                     n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
-                    source=str(series.path) if getattr(series, "path", None) else "in-memory series")
+                    source=name or (str(series.path) if getattr(series, "path", None) else "in-memory series"))
     return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),
                             convergence=convergence, moments=moments, lines=lines, invariance=invariance,
                             histograms=hist, clusters=clusters, sums=sums, examples=examples,

@@ -295,7 +295,8 @@ def info(
 @app.command()
 @handle_errors
 def characterize(
-    series: Path = typer.Argument(..., help="Series file (colosim-series HDF5), e.g. from `colosim ingest`."),
+    series: Optional[Path] = typer.Argument(None, help="Series file (colosim-series HDF5), e.g. from "
+                                            "`colosim ingest`; or use --synthetic."),
     out: Path = typer.Option(..., "--out", help="Folder for the figures, CSVs and report.md (created if needed; "
                              "other files in it are left alone)."),
     store: Optional[Path] = typer.Option(None, "--store", help="Store (colosim-store HDF5) for Table 1 and "
@@ -309,6 +310,10 @@ def characterize(
     realizations: int = typer.Option(10000, "--realizations", help="Realizations per task of the in-memory "
                                      "store (without --store)."),
     n_init: int = typer.Option(10, "--n-init", help="k-means initializations (the best is kept)."),
+    synthetic: Optional[int] = typer.Option(None, "--synthetic", help="Characterize this many tasks of the "
+                                            "built-in synthetic population instead of a series file."),
+    population_seed: int = typer.Option(2017, "--population-seed", help="Seed of the --synthetic population "
+                                        "(as `colosim generate --seed`)."),
 ):
     """Characterize a trace as in the paper's Section 3 (docs/spec.md §9): Figs. 1-6,
     Table 1, clusters and report.md with the paper's values beside."""
@@ -321,7 +326,19 @@ def characterize(
     size_list = ch.parse_sizes(sizes)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --out exists and is not a folder")
-    series_file = open_series(series)
+    if (series is None) == (synthetic is None):
+        raise InputError("give either a SERIES file or --synthetic N (not both)")
+    if synthetic is not None:
+        from .trace.synthetic import SyntheticPopulation
+
+        if synthetic < 1:
+            raise InputError(f"--synthetic must be >= 1, not {synthetic}")
+        source = SyntheticPopulation(synthetic, population_seed)
+        name = (f"built-in synthetic population ({synthetic} tasks, seed {population_seed}, "
+                f"model v{source.source['model_version']})")
+    else:
+        source = open_series(series)
+        name = str(series)
     store_file = open_store(store) if store is not None else None
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -331,9 +348,9 @@ def characterize(
             task = bar.add_task(description, total=total)
             return lambda n=1: bar.advance(task, n)
 
-        result = ch.characterize(series_file, store_file, seed=seed, repetitions=repetitions, sizes=size_list,
+        result = ch.characterize(source, store_file, seed=seed, repetitions=repetitions, sizes=size_list,
                                  n_init=n_init, store_tasks=store_tasks, realizations=realizations,
-                                 progress=start)
+                                 progress=start, name=name)
         written = ch.write_outputs(result, out, progress=start)
     if store_file is not None:
         store_file.close()

@@ -306,7 +306,16 @@ def test_characterize_without_store_realizes_one(tiny):
     assert "in-memory store" in res.settings["store"]
 
 
-@pytest.mark.parametrize("case", ["missing", "not-series", "bad-sizes", "out-is-file"])
+def test_cli_synthetic_population(tmp_path):
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["characterize", "--synthetic", "40", "--population-seed", "5", "--out", str(out),
+                              "--repetitions", "4", "--sizes", "10", "--n-init", "1", "--realizations", "50"])
+    assert res.exit_code == 0, res.output
+    report = (out / "report.md").read_text()
+    assert "built-in synthetic population (40 tasks, seed 5" in report
+
+
+@pytest.mark.parametrize("case", ["missing", "not-series", "bad-sizes", "out-is-file", "both", "neither"])
 def test_cli_bad_input_exit_2(tiny, case):
     tmp_path, series, store = tiny
     out = tmp_path / "out"
@@ -315,6 +324,8 @@ def test_cli_bad_input_exit_2(tiny, case):
         "not-series": [str(store), "--out", str(out)],
         "bad-sizes": [str(series), "--out", str(out), "--sizes", "ten"],
         "out-is-file": [str(series), "--out", str(store)],
+        "both": [str(series), "--synthetic", "30", "--out", str(out)],
+        "neither": ["--out", str(out)],
     }[case]
     before = store.read_bytes()
     res = runner.invoke(app, ["characterize", *args])

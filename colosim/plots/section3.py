@@ -398,7 +398,7 @@ def render_report(result: Characterization, fig1_stats=None) -> str:
     """``report.md``: settings, the paper-vs-colosim table, the figures."""
     st = result.settings
     out = ["# Trace characterization (paper Section 3)", ""]
-    out.append(f"Series `{st['source']}`: {result.n_tasks} tasks, {result.n_records} records. "
+    out.append(f"Series: {st['source']}; {result.n_tasks} tasks, {result.n_records} records. "
                f"Realization-based analyses (Table 1, Figs. 5-6) use the {st['store']}.")
     out.append(f"Seed {st['seed']}; {st['repetitions']} random samples per size; samples are **nested** "
                "(the sample of N + 10 tasks extends the one of N tasks, SPEC §9); "
