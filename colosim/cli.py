@@ -104,6 +104,10 @@ def sweep(
         typer.echo(f"{out} is up to date with {config}; nothing recomputed", err=True)
 
 
+def _capacity_text(capacity) -> str:
+    return f"{capacity:g}" if isinstance(capacity, float) else str(capacity)  # a number or a fleet
+
+
 def _print_summary(summary: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -113,7 +117,7 @@ def _print_summary(summary: list[dict]) -> None:
         table.add_column(name, justify="right" if name not in ("estimator", "algorithm", "data") else "left")
     for s in summary:
         table.add_row(
-            s["estimator"], s["algorithm"], f"{s['capacity']:g}", f"{s['clairvoyance']:g}", s["data"],
+            s["estimator"], s["algorithm"], _capacity_text(s["capacity"]), f"{s['clairvoyance']:g}", s["data"],
             "yes" if s["rebalance"] else "no", f"{s['headroom']:g}", str(s["instances"]),
             f"{s['m_abs_mean']:.1f}",
             f"{s['m_mean']:.3f} [{s['m_q1']:.3f}, {s['m_median']:.3f}, {s['m_q3']:.3f}]",

@@ -17,7 +17,7 @@ A config has three tables (and an optional fourth)::
     [grid]        # every key takes a non-empty list; missing keys take the default
     estimator = ["gpa:0.01", "av:1"]
     algorithm = ["best-fit"]          # first-fit, best-fit
-    capacity = [1.0]
+    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/beyond.md)
     clairvoyance = [1.0]
     data = ["inst"]                   # inst, avg
     rebalance = [true]
@@ -175,12 +175,13 @@ def parse_config(raw: dict, path: Path) -> SweepConfig:
 def _check_grid_value(key, v, path):
     expected = {
         "estimator": (str,), "algorithm": (str,), "data": (str,), "rebalance": (bool,),
-        "capacity": (int, float), "clairvoyance": (int, float), "headroom": (int, float),
+        "capacity": (int, float, str), "clairvoyance": (int, float), "headroom": (int, float),
     }[key]
     if isinstance(v, bool) and bool not in expected:
         raise InputError(f"{path}: grid.{key} value {v!r} has the wrong type")
     if not isinstance(v, expected):
-        names = " or ".join("number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected)
+        names = " or ".join(dict.fromkeys(
+            "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))
         raise InputError(f"{path}: grid.{key} value {v!r} must be a {names}")
 
 

@@ -275,3 +275,75 @@ def test_new_specs_reject_bad_input(kwargs, culprit):
     x = np.full((3, 10), 0.1)
     with pytest.raises(colosim.InputError, match=culprit.replace("+", r"\+")):
         colosim.run(x, x, **kwargs)
+
+
+# ---------------------------------------------------------------- sweeps
+
+SWEEP = """
+[source]
+kind = "store"
+path = "store.h5"
+
+[instances]
+count = 2
+tasks = 40
+seed = 5
+
+[grid]
+estimator = ["gpa:0.01", "gpa-cal:0.01", "emp:0.01"]
+algorithm = ["best-fit", "first-fit-decreasing"]
+capacity = [1.0, "1:0.5,0.5:0.5"]
+clairvoyance = [0.5]
+"""
+
+
+def test_sweep_appends_rho_and_per_type_columns(tmp_path, small_store, monkeypatch):
+    import csv
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from colosim.cli import app
+    from colosim.sweep import COLUMNS, instance_rows, read_results
+
+    _, x, y = small_store
+    (tmp_path / "sweep.toml").write_text(SWEEP)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "r.csv"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(Path("r.csv").read_text().splitlines()))
+    assert tuple(rows[0]) == COLUMNS + ("calibrated_rho", "m_abs_by_type", "q_by_type")
+    assert len(rows) == 2 * 3 * 2 * 2
+    typed = read_results("r.csv")
+    for r, t in zip(rows, typed):
+        assert (r["calibrated_rho"] != "") == (r["estimator"] == "gpa-cal:0.01")
+        assert (r["m_abs_by_type"] != "") == (r["capacity"] == "1:0.5,0.5:0.5")
+        cap = t["capacity"]
+        idx = instance_rows(5, t["instance"], 120, 40)
+        want = colosim.run(x[idx], y[idx], t["estimator"], cap, t["algorithm"], t["clairvoyance"])
+        assert t["m_abs"] == want.m_abs and t["q"] == want.q
+        assert t.get("calibrated_rho") == getattr(want, "calibrated_rho", None)
+        if t["m_abs_by_type"]:
+            assert t["m_abs_by_type"] == want.m_abs_by_type and t["q_by_type"] == want.q_by_type
+    again = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "r.csv"])
+    assert again.exit_code == 0 and "nothing recomputed" in again.output
+
+
+@pytest.mark.parametrize("line, culprit", [
+    ('capacity = ["1:0.5;0.5:0.5"]', "1:0.5;0.5:0.5"),
+    ('algorithm = ["next-fit-decreasing"]', "next-fit-decreasing"),
+    ('estimator = ["emp:2"]', "emp:2"),
+])
+def test_sweep_config_rejects_bad_new_values(tmp_path, line, culprit):
+    from typer.testing import CliRunner
+
+    from colosim.cli import app
+
+    text = SWEEP.replace('capacity = [1.0, "1:0.5,0.5:0.5"]', "").replace(
+        'algorithm = ["best-fit", "first-fit-decreasing"]', "").replace(
+        'estimator = ["gpa:0.01", "gpa-cal:0.01", "emp:0.01"]', "") + line + "\n"
+    (tmp_path / "c.toml").write_text(text)
+    (tmp_path / "store.h5").write_bytes(b"")
+    res = CliRunner().invoke(app, ["sweep", str(tmp_path / "c.toml"), "--out", str(tmp_path / "r.csv")])
+    assert res.exit_code == 2
+    assert culprit in res.output and "c.toml" in res.output
