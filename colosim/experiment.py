@@ -166,18 +166,13 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
         for k in range(len(points))
     ]
 
-    # all packings judged on the same columns are evaluated together
-    evaluations = [None] * len(points)
-    by_first: dict[int, list[int]] = {}
-    for k, p in enumerate(points):
-        by_first.setdefault(splits[p.clairvoyance][1], []).append(k)
-    for first, ks in by_first.items():
-        results = evaluate_packings(
-            x, first, R, [packings[k][0] for k in ks], [packings[k][1] for k in ks],
-            [points[k].capacity for k in ks],
-        )
-        for k, r in zip(ks, results):
-            evaluations[k] = r
+    # all packings of the instance are evaluated together: a bin that several
+    # packings share (across estimators, algorithms, rebalancing or
+    # clairvoyance levels) is summed once
+    evaluations = evaluate_packings(
+        x, [splits[p.clairvoyance][1] for p in points], R, [pk[0] for pk in packings],
+        [pk[1] for pk in packings], [p.capacity for p in points],
+    )
 
     out = []
     for p, (assign, m_abs, moves, oversize), (counts, severity_sum, n_viol) in zip(points, packings, evaluations):

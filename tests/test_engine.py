@@ -223,7 +223,7 @@ def test_every_shipped_config_is_valid():
 @given(rng=usage, n=st.integers(1, 50), R=st.integers(1, 300), P=st.integers(1, 8))
 def test_shared_evaluation_of_many_packings_equals_naive(rng, n, R, P):
     # packings that share bins (copies with a few tasks moved), judged at
-    # several capacities on a suffix of the columns
+    # several capacities on different suffixes of the columns
     from colosim.kernels.evaluate import evaluate_packings
 
     x = random_usage(rng, n, R)
@@ -236,9 +236,9 @@ def test_shared_evaluation_of_many_packings_equals_naive(rng, n, R, P):
         _, a = np.unique(a, return_inverse=True)  # bins 0..m-1 all used
         assigns.append(a.astype(np.int64))
         caps.append(float(rng.choice([0.3, 1.0, 1.5])))
-    first = int(rng.integers(0, R))
-    got = evaluate_packings(x, first, R, assigns, [a.max() + 1 for a in assigns], caps)
-    for a, c, (counts, sev, nviol) in zip(assigns, caps, got):
+    firsts = [int(f) for f in rng.integers(0, R, size=P)]
+    got = evaluate_packings(x, firsts, R, assigns, [a.max() + 1 for a in assigns], caps)
+    for a, c, first, (counts, sev, nviol) in zip(assigns, caps, firsts, got):
         want, excess = naive.violations(x[:, first:], a, c)
         np.testing.assert_array_equal(counts, want)
         assert nviol == want.sum()

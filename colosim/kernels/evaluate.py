@@ -44,13 +44,13 @@ def bin_members(assign, n_bins):
 
 
 @jit
-def deduplicate(assigns, n_bins, cap_index, n_caps, keys):
+def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys):
     """Distinct bins over packings ``p`` (rows of ``assigns``) and the
-    distinct (bin, capacity) pairs to count.
+    distinct (bin, capacity, first evaluation column) triples to count.
 
     Returns ``members, ustart`` (CSR of distinct bins), ``pair_bin``,
-    ``pair_cap`` (one entry per distinct pair) and ``bin_pair`` (P, max m):
-    the pair of packing p's bin j.
+    ``pair_cap``, ``pair_first`` (one entry per distinct triple) and
+    ``bin_pair`` (P, max m): the triple of packing p's bin j.
     """
     P, n = assigns.shape
     max_m = 0
@@ -65,6 +65,7 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, keys):
     pair_of = Dict.empty(types.int64, types.int64)
     pair_bin = np.empty(P * max_m, dtype=np.int64)
     pair_cap = np.empty(P * max_m, dtype=np.int64)
+    pair_first = np.empty(P * max_m, dtype=np.int64)
     n_pairs = 0
     for p in range(P):
         mem, start = bin_members(assigns[p], n_bins[p])
@@ -98,17 +99,18 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, keys):
                     next_same[uid] = first_with_hash[hk]
                 first_with_hash[hk] = uid
                 n_unique += 1
-            key = uid * n_caps + cap_index[p]
+            key = (uid * n_caps + cap_index[p]) * n_firsts + first_index[p]
             pid = pair_of[key] if key in pair_of else -1
             if pid < 0:
                 pid = n_pairs
                 pair_of[key] = pid
                 pair_bin[pid] = uid
                 pair_cap[pid] = cap_index[p]
+                pair_first[pid] = first_index[p]
                 n_pairs += 1
             bin_pair[p, j] = pid
     return (members[: ustart[n_unique]], ustart[: n_unique + 1], pair_bin[:n_pairs],
-            pair_cap[:n_pairs], bin_pair)
+            pair_cap[:n_pairs], pair_first[:n_pairs], bin_pair)
 
 
 def column_tiles(x, first, stop):
@@ -131,10 +133,12 @@ def column_tiles(x, first, stop):
 
 
 @pjit
-def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacities):
-    """For each (bin, capacity) pair: the number of columns t (of the
-    ``width`` columns laid out in ``tiles``) with ``sum_{i in bin} x[i, t] >
-    capacity``, and the sum of ``(S - c) / c`` over them."""
+def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, pair_start, capacities):
+    """For each (bin, capacity, start) triple: the number of columns t in
+    ``[start, width)`` (of the columns laid out in ``tiles``) with
+    ``sum_{i in bin} x[i, t] > capacity``, and the sum of ``(S - c) / c``
+    over them. A bin's sums are computed once for all its triples, and only
+    on tiles that some triple needs."""
     n_tiles = tiles.shape[0]
     n_unique = ustart.shape[0] - 1
     n_pairs = pair_bin.shape[0]
@@ -150,6 +154,9 @@ def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacitie
         u = pair_bin[q]
         pairs[pfill[u]] = q
         pfill[u] += 1
+    needed_from = np.full(n_unique, width, dtype=np.int64)
+    for q in range(n_pairs):
+        needed_from[pair_bin[q]] = min(needed_from[pair_bin[q]], pair_start[q])
 
     chunk_counts = np.zeros((CHUNKS, n_pairs), dtype=np.int64)
     chunk_severity = np.zeros((CHUNKS, n_pairs))
@@ -159,6 +166,8 @@ def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacitie
             block = tiles[tile]
             w = min(TILE, width - tile * TILE)
             for u in range(n_unique):
+                if needed_from[u] >= tile * TILE + w:
+                    continue
                 acc[:] = 0.0
                 for s in range(ustart[u], ustart[u + 1]):
                     row = block[members[s]]
@@ -166,15 +175,22 @@ def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacitie
                         acc[t] += np.float64(row[t])
                 for k in range(pstart[u], pstart[u + 1]):
                     q = pairs[k]
+                    lo = max(0, pair_start[q] - tile * TILE)
+                    if lo >= w:
+                        continue
                     c = capacities[pair_cap[q]]
+                    # an integer count vectorizes; the (rare) excess is
+                    # summed only where there is one
                     count = 0
-                    sev = 0.0
-                    for t in range(w):
-                        if acc[t] > c:
-                            count += 1
-                            sev += (acc[t] - c) / c
-                    chunk_counts[chunk, q] += count
-                    chunk_severity[chunk, q] += sev
+                    for t in range(lo, w):
+                        count += acc[t] > c
+                    if count:
+                        excess = 0.0
+                        for t in range(lo, w):
+                            if acc[t] > c:
+                                excess += (acc[t] - c) / c
+                        chunk_counts[chunk, q] += count
+                        chunk_severity[chunk, q] += excess
     counts = np.zeros(n_pairs, dtype=np.int64)
     severity = np.zeros(n_pairs)
     for chunk in range(CHUNKS):
@@ -184,13 +200,13 @@ def pair_violations(tiles, width, members, ustart, pair_bin, pair_cap, capacitie
     return counts, severity
 
 
-def evaluate_packings(x, first, stop, assigns, n_bins, capacities):
-    """Violation counts of several packings of one instance on columns
-    ``[first, stop)``.
+def evaluate_packings(x, firsts, stop, assigns, n_bins, capacities):
+    """Violation counts of several packings of one instance.
 
     Parameters
     ----------
     x : (n, R) float32 or float64 array
+    firsts : first evaluation column of each packing (E = ``[first, stop)``)
     assigns : list of int64 (n,) arrays; n_bins : their bin counts
     capacities : the capacity each packing is judged against
 
@@ -199,13 +215,17 @@ def evaluate_packings(x, first, stop, assigns, n_bins, capacities):
     list of ``(counts int64 (m,), severity_sum, n_violations)``
     """
     P = len(assigns)
+    firsts = np.broadcast_to(np.asarray(firsts, dtype=np.int64), (P,))
     caps, cap_index = np.unique(np.asarray(capacities, dtype=np.float64), return_inverse=True)
+    starts, first_index = np.unique(firsts, return_inverse=True)
+    f0 = int(starts[0])
     keys = np.random.default_rng(0x5EED).integers(0, 2**63, size=x.shape[0], dtype=np.uint64)
     A = np.ascontiguousarray(np.stack(assigns).astype(np.int64, copy=False))
     nb = np.asarray(n_bins, dtype=np.int64)
-    members, ustart, pair_bin, pair_cap, bin_pair = deduplicate(A, nb, cap_index.astype(np.int64), len(caps), keys)
-    counts, severity = pair_violations(column_tiles(x, first, stop), stop - first, members, ustart,
-                                       pair_bin, pair_cap, caps)
+    members, ustart, pair_bin, pair_cap, pair_first, bin_pair = deduplicate(
+        A, nb, cap_index.astype(np.int64), len(caps), first_index.astype(np.int64), len(starts), keys)
+    counts, severity = pair_violations(column_tiles(x, f0, stop), stop - f0, members, ustart,
+                                       pair_bin, pair_cap, starts[pair_first] - f0, caps)
     out = []
     for p in range(P):
         pids = bin_pair[p, : nb[p]]
