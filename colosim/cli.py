@@ -133,7 +133,7 @@ def generate(
     tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
     realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
     seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
-    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired (SPEC 8)."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired (SPEC 8) or time-aligned (docs/beyond.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
 ) -> None:
     """Realize N tasks of the built-in synthetic population into a store."""
@@ -259,7 +259,7 @@ def realize_cmd(
     tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
     realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
     seed: int = typer.Option(..., "--seed", help="Seed of the SPEC §8 recipe."),
-    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired, or time-aligned (shared trace times; docs/beyond.md)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
 ) -> None:
     """Draw a realization store (x: instantaneous, y: average) from a series file (SPEC §8)."""

@@ -7,7 +7,7 @@ A config has three tables (and an optional fourth)::
     tasks = 100000              # N, rows of the store
     realizations = 10000        # R
     seed = 2017
-    sampling = "independent"    # or "paired" (SPEC §8)
+    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/beyond.md)
 
     [instances]   # SPEC §6
     count = 50
@@ -193,8 +193,10 @@ def _source(src: dict, path: Path) -> Source:
     if kind == "store":
         return Source(kind="store", path=_str(src, "path", path, "source."))
     sampling = src.get("sampling", "independent")
-    if sampling not in ("independent", "paired"):
-        raise InputError(f"{path}: source.sampling must be 'independent' or 'paired', not {sampling!r}")
+    if sampling not in ("independent", "paired", "time-aligned"):
+        raise InputError(
+            f"{path}: source.sampling must be 'independent', 'paired' or 'time-aligned', not {sampling!r}"
+        )
     return Source(
         kind=kind,
         path=_str(src, "store", path, "source.") if "store" in src else None,
