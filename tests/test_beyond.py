@@ -327,6 +327,8 @@ def test_sweep_appends_rho_and_per_type_columns(tmp_path, small_store, monkeypat
             assert t["m_abs_by_type"] == want.m_abs_by_type and t["q_by_type"] == want.q_by_type
     again = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "r.csv"])
     assert again.exit_code == 0 and "nothing recomputed" in again.output
+    info = CliRunner().invoke(app, ["info", "r.csv"])
+    assert info.exit_code == 0 and "1:0.5,0.5:0.5" in info.output
 
 
 @pytest.mark.parametrize("line, culprit", [
