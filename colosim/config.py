@@ -179,6 +179,13 @@ def _check_grid_value(key, v, path):
     }[key]
     if isinstance(v, bool) and bool not in expected:
         raise InputError(f"{path}: grid.{key} value {v!r} has the wrong type")
+    if key == "capacity" and isinstance(v, str):  # a mixed fleet (docs/beyond.md)
+        from .fleet import parse_fleet
+
+        try:
+            parse_fleet(v)
+        except InputError as exc:
+            raise InputError(f"{path}: grid.capacity value {v!r} is not a number or a fleet: {exc}") from None
     if not isinstance(v, expected):
         names = " or ".join(dict.fromkeys(
             "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))

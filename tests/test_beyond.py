@@ -89,7 +89,7 @@ def test_gpa_cal_rho_meets_the_target_on_the_observations():
     rng = np.random.default_rng(4)
     hits = 0
     for _ in range(3):
-        x = random_usage(rng, 30, 150, scale=0.03)
+        x = random_usage(rng, 30, 150, scale=0.02)
         p = GridPoint.make("gpa-cal:0.02", capacity=1.0)
         rho, (assign, m, _, _, _) = calibrate_gpa(x, p)
         q_obs = naive.violations(x, assign, 1.0)[0].sum() / (m * x.shape[1])
