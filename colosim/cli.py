@@ -198,7 +198,7 @@ def _print_report(report, out: Path) -> None:
     console.print(table)
     extra = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in report.counts.items())
     console.print(extra)
-    phases = ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items())
+    phases = ", ".join(f"{k} {v['wall']:.1f} s (cpu {v['cpu']:.1f} s)" for k, v in report.timings.items())
     console.print(f"{report.seconds:.1f} s" + (f" ({phases})" if phases else ""))
 
 
@@ -344,6 +344,59 @@ def characterize(
     for note in result.notes:
         console.print(f"note: {note}")
     typer.echo(f"wrote {len(written)} files to {out} (summary: {out / 'report.md'})")
+
+
+@app.command()
+@handle_errors
+def plot(
+    results: Path = typer.Argument(..., help="Results CSV written by `colosim sweep`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the figures (PNG and SVG)."),
+    figure: Optional[list[int]] = typer.Option(
+        None, "--figure", "-f", help="Draw only this paper figure (7-13); repeatable. Default: every one "
+        "the results support."),
+) -> None:
+    """Draw the paper's Section 5 figures (7-13) that the results' grid supports."""
+    from .plots.section5 import FIGURES, figures_to_draw, load_results, plot_results, supported_figures
+
+    rows = load_results(results)
+    support = supported_figures(rows)
+    wanted = figures_to_draw(rows, figure or None)
+    if not wanted:
+        raise InputError(f"{results}: supports none of Figures 7-13 ("
+                         + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
+    with progress_bar(f"plot {results.name}", len(wanted)) as advance:
+        written = plot_results(rows, out, figures=wanted, progress=advance)
+    for n, paths in written.items():
+        typer.echo(f"Figure {n} ({FIGURES[n].title}): " + ", ".join(str(p) for p in paths))
+    skipped = [f"{n} ({why})" for n, why in support.items() if why is not None and not figure]
+    if skipped:
+        typer.echo("not drawn: " + "; ".join(skipped), err=True)
+
+
+@app.command()
+@handle_errors
+def reproduce(
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for results/, figures/ and REPORT.md."),
+    scale: str = typer.Option("paper", "--scale", help="paper (configs as written), small (N 3,000, R 2,000, "
+                              "10 instances of 200 tasks) or tiny (a smoke test)."),
+    configs: Path = typer.Option(Path("configs"), "--configs", help="Folder of sweep configs (*.toml)."),
+    force: bool = typer.Option(False, "--force", help="Replace results of another scale or config in --out."),
+    backend: str = typer.Option("local", "--backend", help="local (this process) or dask, for every sweep."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (default: a local cluster)."),
+) -> None:
+    """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
+    Section 5 claims beside colosim's values, each marked holds or not (SPEC 12)."""
+    from .reproduce import reproduce as run
+    from .sweep import Interrupted
+
+    with _progress_factory() as factory:
+        try:
+            report = run(out, scale=scale, configs_dir=configs, force=force, progress_factory=factory,
+                         log=lambda msg: typer.echo(msg, err=True), backend=backend, scheduler=scheduler)
+        except Interrupted as exc:
+            typer.echo(f"{exc}; run the same command again to resume", err=True)
+            raise typer.Exit(130) from None
+    typer.echo(f"wrote {report}")
 
 
 def main() -> None:  # console-script entry point

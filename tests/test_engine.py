@@ -39,7 +39,8 @@ def test_run_matches_naive_reference(estimator, algorithm, rebalance):
         np.testing.assert_array_equal(got.counts, want["counts"])
         for key in ("m_abs", "m_norm", "m", "q", "q_max", "oversize"):
             assert getattr(got, key) == want[key], key
-        assert got.severity == pytest.approx(want["severity"], rel=1e-12, abs=0)
+        # severity is taken from float32 sums (SPEC §5 fixes only the counts)
+        assert got.severity == pytest.approx(want["severity"], rel=1e-4, abs=1e-6)
 
 
 def test_rebalancing_moves_tasks_on_these_inputs():
@@ -242,4 +243,26 @@ def test_shared_evaluation_of_many_packings_equals_naive(rng, n, R, P):
         want, excess = naive.violations(x[:, first:], a, c)
         np.testing.assert_array_equal(counts, want)
         assert nviol == want.sum()
-        assert sev == pytest.approx(sum(excess), rel=1e-12, abs=1e-300)
+        assert sev == pytest.approx(sum(excess), rel=1e-4, abs=1e-6 * max(1, len(excess)))
+
+
+@given(rng=usage, R=st.integers(1, 400), offset=st.integers(-4, 4), cap=st.sampled_from([0.5, 1.0, 1.7]))
+def test_float32_sums_at_the_capacity_are_decided_in_float64(rng, R, offset, cap):
+    # bins of three tasks whose exact sum sits within a few float32 ulps of
+    # the capacity: float32 accumulation alone would misjudge many columns
+    from colosim.kernels.evaluate import evaluate_packings
+
+    n = 12
+    x = np.empty((n, R), dtype=np.float32)
+    for j in range(0, n, 3):
+        a = (rng.random(R) * cap / 2).astype(np.float32)
+        b = (rng.random(R) * cap / 3).astype(np.float32)
+        c = (np.float64(cap) - a.astype(np.float64) - b.astype(np.float64)).astype(np.float32)
+        c = np.nextafter(c, np.float32(np.inf) if offset > 0 else np.float32(0)) if offset else c
+        for _ in range(abs(offset) - 1):
+            c = np.nextafter(c, np.float32(np.inf) if offset > 0 else np.float32(0))
+        x[j], x[j + 1], x[j + 2] = a, b, np.maximum(c, 0)
+    assign = np.repeat(np.arange(n // 3), 3)
+    (counts, _, _), = evaluate_packings(x, 0, R, [assign], [n // 3], [cap])
+    want, _ = naive.violations(x, assign, cap)
+    np.testing.assert_array_equal(counts, want)

@@ -274,7 +274,7 @@ def _corrupt_line(root: Path, lineno: int, edit) -> Path:
 def test_bad_line_exit_2_names_file_and_line(good_trace, tmp_path, edit, why):
     shard = _corrupt_line(good_trace, 7, edit)
     out, before = _existing_output(tmp_path)
-    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--threads", "1"])
+    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--threads", "2"])
     assert result.exit_code == 2, result.output
     message = result.output.strip().splitlines()[-1]
     assert message.startswith("error: ") and str(shard) in message and "line 7" in message and why in message
@@ -306,8 +306,9 @@ def test_truncated_gzip_is_an_error_even_when_skipping(good_trace, tmp_path):
     data = shard.read_bytes()
     shard.write_bytes(data[: len(data) // 2])
     out, before = _existing_output(tmp_path)
-    for mode in ("error", "skip"):
-        result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--on-bad-lines", mode])
+    for mode, threads in (("error", "1"), ("skip", "2")):
+        result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out),
+                                     "--on-bad-lines", mode, "--threads", threads])
         assert result.exit_code == 2
         assert str(shard) in result.output and "after line" in result.output
     assert out.read_bytes() == before
