@@ -135,15 +135,19 @@ def generate(
     seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
     sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired (SPEC 8) or time-aligned (docs/beyond.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
+    daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="Amplitude in [0, 1) of a daily pattern "
+                                          "common to all tasks (docs/beyond.md); 0: none."),
 ) -> None:
     """Realize N tasks of the built-in synthetic population into a store."""
     from .sources import generate_synthetic_store
 
     if out.exists() and not force:
         raise InputError(f"{out}: exists already (pass --force to replace it)")
+    if not 0 <= daily_amplitude < 1:
+        raise InputError(f"--daily-amplitude must be in [0, 1), not {daily_amplitude!r}")
     with progress_bar(f"generate {out.name}", tasks) as advance:
         generate_synthetic_store(out, n_tasks=tasks, n_realizations=realizations, seed=seed,
-                                 sampling=sampling, progress=advance)
+                                 sampling=sampling, progress=advance, daily_amplitude=daily_amplitude)
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 
 # ---------------------------------------------------------------- ingest ---

@@ -8,6 +8,7 @@ A config has three tables (and an optional fourth)::
     realizations = 10000        # R
     seed = 2017
     sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/beyond.md)
+    daily_amplitude = 0.0       # optional common daily pattern (docs/beyond.md)
 
     [instances]   # SPEC §6
     count = 50
@@ -59,7 +60,7 @@ GRID_KEYS = {
 }
 
 SOURCE_KINDS = {
-    "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store"},
+    "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store", "daily_amplitude"},
     "store": {"kind", "path"},
 }
 
@@ -72,6 +73,7 @@ class Source:
     realizations: int | None = None
     seed: int | None = None
     sampling: str = "independent"
+    daily_amplitude: float = 0.0  # synthetic: common daily pattern (docs/beyond.md)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,11 @@ class SweepConfig:
     def fingerprint(self) -> str:
         """SHA-256 of everything that determines the results (not the
         output path)."""
+        source = asdict(self.source)
+        if not source["daily_amplitude"]:  # absent = 0: fingerprints of older configs stay valid
+            del source["daily_amplitude"]
         payload = {
-            "source": asdict(self.source),
+            "source": source,
             "instances": asdict(self.instances),
             "grid": [[k, list(v)] for k, v in self.grid],
         }
@@ -211,7 +216,15 @@ def _source(src: dict, path: Path) -> Source:
         realizations=_int(src, "realizations", path, "source.", minimum=2),
         seed=_int(src, "seed", path, "source.", minimum=0),
         sampling=sampling,
+        daily_amplitude=_daily_amplitude(src, path),
     )
+
+
+def _daily_amplitude(src: dict, path: Path) -> float:
+    v = src.get("daily_amplitude", 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+        raise InputError(f"{path}: source.daily_amplitude must be a number in [0, 1), not {v!r}")
+    return float(v)
 
 
 def _keys(table: dict, allowed: set, path: Path, prefix: str) -> None:

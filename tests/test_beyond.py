@@ -349,3 +349,38 @@ def test_sweep_config_rejects_bad_new_values(tmp_path, line, culprit):
     res = CliRunner().invoke(app, ["sweep", str(tmp_path / "c.toml"), "--out", str(tmp_path / "r.csv")])
     assert res.exit_code == 2
     assert culprit in res.output and "c.toml" in res.output
+
+
+def test_shipped_beyond_configs_are_valid_and_paper_scale():
+    from pathlib import Path
+
+    from colosim.config import load_config
+
+    configs = sorted((Path(__file__).resolve().parents[1] / "configs" / "beyond").glob("*.toml"))
+    assert {c.stem for c in configs} >= {"estimators", "gpa_cal", "sorted_orders", "fleet", "correlation",
+                                         "correlation_independent"}
+    for c in configs:
+        cfg = load_config(c)
+        assert cfg.instances.count == 50 and cfg.instances.tasks == 1000
+        assert cfg.source.tasks == 100000 and cfg.source.realizations == 10000 and cfg.points()
+
+
+def test_plot_draws_the_frontier_of_new_estimators_and_fleets(tmp_path):
+    from colosim.plots.section5 import check_rows, plot_results, supported_figures
+
+    rng = np.random.default_rng(3)
+    x = random_usage(rng, 60, 300)
+    rows = []
+    for spec in ("emp:0.01", "nsigma:2", "effsize:0.01", "hoeffding:0.1", "gpa-cal:0.01", "gpa:0.01", "av:1"):
+        for cl in (0.5, 1.0):
+            for cap in (1.0, "1:0.5,0.5:0.5"):
+                r = colosim.run(x, None, spec, cap, "best-fit-decreasing", cl)
+                rows.append(dict(instance=0, estimator=spec, algorithm="best-fit-decreasing",
+                                 capacity=cap if isinstance(cap, float) else "1:0.5,0.5:0.5", clairvoyance=cl,
+                                 data="inst", rebalance=True, headroom=1.0, m_abs=r.m_abs, m_norm=r.m_norm,
+                                 m=r.m, q=r.q, q_max=r.q_max, severity=r.severity, oversize=r.oversize))
+    check_rows(rows)
+    support = supported_figures(rows)
+    assert support[7] is None and support[12] is None and support[11] is not None
+    written = plot_results(rows, tmp_path, figures=[7, 12], formats=("png",))
+    assert all(p.exists() for ps in written.values() for p in ps)

@@ -141,3 +141,66 @@ def test_cli_realize_time_aligned_and_bad_sampling(daily, tmp_path):
     res = runner.invoke(app, ["realize", str(daily.path), "-o", str(tmp_path / "b.h5"), "-n", "5", "-r", "20",
                               "--seed", "1", "--sampling", "aligned"])
     assert res.exit_code == 2 and "aligned" in res.output and not (tmp_path / "b.h5").exists()
+
+
+# ------------------------------------------------- synthetic daily pattern
+
+def test_synthetic_daily_pattern_and_time_range():
+    from colosim.trace.synthetic import DAY_US, PopulationModel, SyntheticPopulation
+
+    plain = SyntheticPopulation(30, seed=4)
+    daily = SyntheticPopulation(30, seed=4, model=PopulationModel(daily_amplitude=0.5))
+    lo, hi = daily.time_range()
+    firsts, lasts = [], []
+    for k in range(30):
+        i0, a0, t0 = plain.records(k)
+        i1, a1, t1 = daily.records(k)
+        np.testing.assert_array_equal(t0, t1)
+        factor = 1 + 0.5 * np.sin(2 * np.pi * (t0 % DAY_US) / DAY_US)
+        np.testing.assert_array_equal(i1, (i0 * factor).clip(0, 1).astype(np.float32))
+        np.testing.assert_array_equal(a1, (a0 * factor).clip(0, 1).astype(np.float32))
+        firsts.append(t0[0])
+        lasts.append(t0[-1])
+    assert (lo, hi) == (min(firsts), max(lasts) + WINDOW_US)
+    with pytest.raises(InputError, match="daily_amplitude"):
+        PopulationModel(daily_amplitude=1.0)
+
+
+def test_synthetic_time_aligned_store_matches_the_recipe(tmp_path):
+    from colosim.io import write_series
+    from colosim.trace.synthetic import PopulationModel, SyntheticPopulation
+
+    pop = SyntheticPopulation(12, seed=2, model=PopulationModel(daily_amplitude=0.3))
+    realize(pop, tmp_path / "s.h5", n_tasks=8, n_realizations=60, seed=5, sampling="time-aligned", threads=2)
+    write_series(tmp_path / "p.h5", **pop.to_series_arrays(), source=pop.source, filters={})
+    want_x, want_y = naive_aligned(open_series(tmp_path / "p.h5"), 8, 60, 5)
+    with open_store(tmp_path / "s.h5") as s:
+        np.testing.assert_array_equal(np.asarray(s.x), want_x)
+        np.testing.assert_array_equal(np.asarray(s.y), want_y)
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", '"x"', "true"])
+def test_config_rejects_bad_daily_amplitude(tmp_path, value):
+    from colosim.config import load_config
+
+    (tmp_path / "c.toml").write_text(f"""
+[source]
+kind = "synthetic"
+tasks = 10
+realizations = 10
+seed = 1
+daily_amplitude = {value}
+[instances]
+count = 1
+tasks = 5
+seed = 1
+[grid]
+""")
+    with pytest.raises(InputError, match="daily_amplitude"):
+        load_config(tmp_path / "c.toml")
+
+
+def test_generate_cli_rejects_bad_daily_amplitude(tmp_path):
+    res = CliRunner().invoke(app, ["generate", "-o", str(tmp_path / "s.h5"), "-n", "5", "-r", "4",
+                                   "--daily-amplitude", "2"])
+    assert res.exit_code == 2 and "--daily-amplitude" in res.output and not (tmp_path / "s.h5").exists()
