@@ -133,7 +133,7 @@ def generate(
     tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
     realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
     seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
-    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired (SPEC 8) or time-aligned (docs/beyond.md)."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper: x and y drawn separately), paired (x and y from the same record; docs/spec.md §8) or time-aligned (shared trace times; docs/beyond.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
     daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="Amplitude in [0, 1) of a daily pattern "
                                           "common to all tasks (docs/beyond.md); 0: none."),
@@ -153,7 +153,7 @@ def generate(
 # ---------------------------------------------------------------- ingest ---
 
 ingest_app = typer.Typer(
-    help="Read a real trace into a series file, applying the ingest filters (SPEC §7).",
+    help="Read a real trace into a series file, applying the ingest filters (docs/spec.md §7).",
     no_args_is_help=True,
 )
 app.add_typer(ingest_app, name="ingest")
@@ -216,7 +216,7 @@ def ingest_google2011_cmd(
         None, "--task-events", help="task_events shards instead of TRACE_DIR/task_events: folder, glob or file."),
     task_usage: Optional[str] = typer.Option(
         None, "--task-usage", help="task_usage shards instead of TRACE_DIR/task_usage: folder, glob or file."),
-    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records (after dropping incomplete ones) are dropped as short (docs/spec.md §7, step 5)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
     memory_limit: Optional[str] = typer.Option(
         None, "--memory-limit", help="DuckDB memory limit, e.g. 4GB; beyond it DuckDB spills to --tmp-dir."),
@@ -241,10 +241,10 @@ def ingest_google2011_cmd(
 def ingest_google2019_cmd(
     paths: list[str] = typer.Argument(..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."),
     out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
-    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records are short (SPEC §7 step 5)."),
+    min_records: int = typer.Option(24, "--min-records", help="Tasks with fewer records (after dropping incomplete ones) are dropped as short (docs/spec.md §7, step 5)."),
     on_bad_lines: str = typer.Option("error", "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
 ) -> None:
-    """Ingest Google 2019 per-task instance_usage series into a series file (SPEC §7 steps 2-5)."""
+    """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5)."""
     from .trace.google2019 import ingest_google2019
 
     progress, callback = _shard_progress()
@@ -262,11 +262,11 @@ def realize_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5, atomically)."),
     tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
     realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
-    seed: int = typer.Option(..., "--seed", help="Seed of the SPEC §8 recipe."),
+    seed: int = typer.Option(..., "--seed", help="Seed of the row selection and of the draws (docs/spec.md §8)."),
     sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired, or time-aligned (shared trace times; docs/beyond.md)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
 ) -> None:
-    """Draw a realization store (x: instantaneous, y: average) from a series file (SPEC §8)."""
+    """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from .io import open_series
@@ -318,7 +318,7 @@ def characterize(
                                      "store (without --store)."),
     n_init: int = typer.Option(10, "--n-init", help="k-means initializations (the best is kept)."),
 ):
-    """Characterize a trace as in the paper's Section 3 (SPEC §9): Figs. 1-6,
+    """Characterize a trace as in the paper's Section 3 (docs/spec.md §9): Figs. 1-6,
     Table 1, clusters and report.md with the paper's values beside."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -389,7 +389,7 @@ def reproduce(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (default: a local cluster)."),
 ) -> None:
     """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
-    Section 5 claims beside colosim's values, each marked holds or not (SPEC 12)."""
+    Section 5 claims beside colosim's values, each marked holds or not (tolerances: docs/spec.md §12)."""
     from .reproduce import reproduce as run
     from .sweep import Interrupted
 

@@ -49,6 +49,27 @@ def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: in
             sampling=sampling, source=source, progress=progress)
 
 
+def check_synthetic_store(path: Path, source: Source) -> None:
+    """An existing store is reused only if it is what ``source`` describes."""
+    from .io.store import open_store
+    from .trace.synthetic import MODEL_VERSION
+
+    with open_store(path) as store:
+        made = store.attrs.get("source") or {}
+        found = {
+            "kind": made.get("kind") if isinstance(made, dict) else None,
+            "model_version": made.get("model_version") if isinstance(made, dict) else None,
+            "tasks": store.n_tasks, "realizations": store.n_realizations,
+            "seed": store.seed, "sampling": store.attrs.get("sampling"),
+        }
+    want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
+            "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling}
+    differ = [f"{k} {found[k]!r} (config: {want[k]!r})" for k in want if found[k] != want[k]]
+    if differ:
+        raise InputError(f"{path}: exists but is not the store this source describes: "
+                         + ", ".join(differ) + "; delete it or name another source.store")
+
+
 def resolve_store(source: Source, config_dir: Path, progress_factory=None) -> Path:
     """Path of the store a source denotes, creating a synthetic one when
     missing."""
@@ -66,5 +87,7 @@ def resolve_store(source: Source, config_dir: Path, progress_factory=None) -> Pa
                                      seed=source.seed, sampling=source.sampling,
                                      daily_amplitude=source.daily_amplitude,
                                      progress=progress)
+        else:
+            check_synthetic_store(p, source)
         return p
     raise InputError(f"unknown source kind {source.kind!r}")  # pragma: no cover (config validates)

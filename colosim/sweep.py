@@ -17,6 +17,7 @@ rerunning a finished sweep with the same config recomputes nothing.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import shutil
@@ -178,7 +179,16 @@ def meta_path(out: Path) -> Path:
     return out.with_name(out.name + ".json")
 
 
-def finished(config: SweepConfig, out: Path) -> bool:
+def fingerprint(config: SweepConfig, store: Store) -> str:
+    """What determines the results: the config (not its output path) and the
+    store's identity (shape, seed, sampling, source with its checksum)."""
+    identity = {"shape": list(store.x.shape), "attrs": {k: v for k, v in store.attrs.items()
+                                                         if k not in ("colosim_version",)}}
+    text = config.fingerprint() + json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def finished(config: SweepConfig, out: Path, store_fingerprint: str | None = None) -> bool:
     """Whether ``out`` already holds this config's complete results."""
     mp = meta_path(out)
     if not out.exists() or not mp.exists():
@@ -187,7 +197,8 @@ def finished(config: SweepConfig, out: Path) -> bool:
         meta = json.loads(mp.read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    return meta.get("fingerprint") == config.fingerprint() and meta.get("complete") is True
+    want = store_fingerprint if store_fingerprint is not None else config.fingerprint()
+    return meta.get("fingerprint") == want and meta.get("complete") is True
 
 
 def write_results(config: SweepConfig, store: Store, out: Path, rows: list[tuple], elapsed: float) -> None:
@@ -201,7 +212,7 @@ def _write_meta(config: SweepConfig, store: Store, out: Path, n_rows: int, elaps
         "format": "colosim-results",
         "complete": True,
         "config": str(config.path),
-        "fingerprint": config.fingerprint(),
+        "fingerprint": fingerprint(config, store),
         "store": str(store.path),
         "store_attrs": store.attrs,
         "rows": n_rows,
@@ -257,11 +268,10 @@ def _part_path(parts: Path, k: int) -> Path:
     return parts / f"instance-{k:06d}.csv"
 
 
-def _prepare_parts(config: SweepConfig, out: Path, force: bool) -> Path:
-    """The checkpoint folder for this config, reusing a matching one."""
+def _prepare_parts(out: Path, force: bool, fingerprint: str) -> Path:
+    """The checkpoint folder for this config and store, reusing a matching one."""
     parts = parts_dir(out)
     stamp = parts / "fingerprint"
-    fingerprint = config.fingerprint()
     if parts.exists():
         same = stamp.exists() and stamp.read_text().strip() == fingerprint
         if not same:
@@ -290,18 +300,19 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
     ``backend`` is ``"local"`` (this process, Numba threads) or ``"dask"``
     (``scheduler`` address, or a local cluster when None).
     """
-    if finished(config, out) and not force:
-        return SweepResult(read_results(out), 0.0, computed=False)
-    if out.exists() and not force:
-        raise InputError(
-            f"{out}: holds results of another config or an unfinished run; "
-            "pass --force to replace them, or choose another --out"
-        )
     store = open_store(store_path)
     try:
+        fp = fingerprint(config, store)
+        if finished(config, out, fp) and not force:
+            return SweepResult(read_results(out), 0.0, computed=False)
+        if out.exists() and not force:
+            raise InputError(
+                f"{out}: holds results of another config or store, or of an unfinished run; "
+                "pass --force to replace them, or choose another --out"
+            )
         check_against_store(config, store)
         _OPEN_STORES[str(store.path)] = store
-        parts = _prepare_parts(config, out, force)
+        parts = _prepare_parts(out, force, fp)
         total = config.instances.count
         todo = [k for k in range(total) if not _part_path(parts, k).exists()]
         progress = progress_factory(f"sweep {config.path.name}", total) if progress_factory else None

@@ -172,3 +172,24 @@ def test_missing_config_and_bad_toml(workdir):
     (workdir / "broken.toml").write_text("[grid\n")
     res = invoke("sweep", "broken.toml")
     assert res.exit_code == 2 and "invalid TOML" in res.output
+
+
+def test_a_replaced_store_is_not_taken_for_the_old_one(workdir):
+    assert invoke("sweep", "sweep.toml", "--out", "a.csv", "-q").exit_code == 0
+    before = Path("a.csv").read_bytes()
+    write_random_store(workdir / "store.h5", 120, 400, seed=8)  # same shape, other content
+    res = invoke("sweep", "sweep.toml", "--out", "a.csv", "-q")
+    assert res.exit_code == 2 and "another config or store" in res.output
+    assert Path("a.csv").read_bytes() == before
+
+
+def test_synthetic_source_reuses_only_a_matching_store(workdir):
+    cfg = ('[source]\nkind = "synthetic"\ntasks = 60\nrealizations = 50\nseed = {seed}\n'
+           'store = "syn.h5"\n[instances]\ncount = 1\ntasks = 20\nseed = 0\n[grid]\nestimator = ["av:1"]\n')
+    (workdir / "s.toml").write_text(cfg.format(seed=1))
+    assert invoke("sweep", "s.toml", "--out", "s.csv", "-q").exit_code == 0
+    made = (workdir / "syn.h5").read_bytes()
+    (workdir / "s2.toml").write_text(cfg.format(seed=2))
+    res = invoke("sweep", "s2.toml", "--out", "s2.csv", "-q")
+    assert res.exit_code == 2 and "seed 1 (config: 2)" in res.output
+    assert (workdir / "syn.h5").read_bytes() == made and not (workdir / "s2.csv").exists()

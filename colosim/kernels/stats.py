@@ -40,7 +40,10 @@ def task_statistics(observed, levels):
         var[i] = ss / k
         maximum[i] = mx
         if n_levels > 0:
-            _percentiles(row.astype(np.float64), levels, perc[i])
+            if row.itemsize == 4:  # float32 data: radix sort of the bit patterns
+                _percentiles_radix(row, levels, perc[i])
+            else:
+                _percentiles(row.astype(np.float64), levels, perc[i])
     return mean, var, maximum, perc
 
 
@@ -125,3 +128,43 @@ def _lerp(a, b, gamma):
     if gamma >= 0.5:
         return b - diff * (1.0 - gamma)
     return a + diff * gamma
+
+
+@jit
+def _percentiles_radix(row, levels, out):
+    """Percentiles of float32 values by an LSD radix sort of their bit
+    patterns (order-preserving for values >= 0), then NumPy's linear method
+    on the sorted values: float32 to float64 is exact and monotone, so the
+    order statistics are those NumPy finds on the float64 values."""
+    k = row.shape[0]
+    values = np.empty(k, dtype=np.float32)
+    for t in range(k):
+        v = row[t]
+        values[t] = v if v != 0 else np.float32(0.0)  # -0.0 sorts as 0.0
+    keys = values.view(np.uint32)
+    spare = np.empty(k, dtype=np.uint32)
+    counts = np.empty(2048, dtype=np.int64)
+    src = keys
+    dst = spare
+    for shift in (0, 11, 22):
+        counts[:] = 0
+        for t in range(k):
+            counts[(src[t] >> shift) & 2047] += 1
+        if counts[(src[0] >> shift) & 2047] == k:
+            continue  # every key has this digit: the pass would not move anything
+        total = 0
+        for d in range(2048):
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for t in range(k):
+            d = (src[t] >> shift) & 2047
+            dst[counts[d]] = src[t]
+            counts[d] += 1
+        src, dst = dst, src
+    ordered = src.view(np.float32)
+    for p in range(levels.shape[0]):
+        index = (k - 1) * (levels[p] / 100.0)
+        lo = int(math.floor(index))
+        hi = min(lo + 1, k - 1)
+        out[p] = _lerp(np.float64(ordered[lo]), np.float64(ordered[hi]), index - lo)
