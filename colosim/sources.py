@@ -61,9 +61,11 @@ def check_synthetic_store(path: Path, source: Source) -> None:
             "model_version": made.get("model_version") if isinstance(made, dict) else None,
             "tasks": store.n_tasks, "realizations": store.n_realizations,
             "seed": store.seed, "sampling": store.attrs.get("sampling"),
+            "daily_amplitude": made.get("daily_amplitude", 0.0) if isinstance(made, dict) else None,
         }
     want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
-            "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling}
+            "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
+            "daily_amplitude": source.daily_amplitude}
     differ = [f"{k} {found[k]!r} (config: {want[k]!r})" for k in want if found[k] != want[k]]
     if differ:
         raise InputError(f"{path}: exists but is not the store this source describes: "

@@ -204,3 +204,15 @@ def test_generate_cli_rejects_bad_daily_amplitude(tmp_path):
     res = CliRunner().invoke(app, ["generate", "-o", str(tmp_path / "s.h5"), "-n", "5", "-r", "4",
                                    "--daily-amplitude", "2"])
     assert res.exit_code == 2 and "--daily-amplitude" in res.output and not (tmp_path / "s.h5").exists()
+
+
+def test_synthetic_daily_store_is_reused_only_with_the_same_amplitude(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = ('[source]\nkind = "synthetic"\ntasks = 40\nrealizations = 30\nseed = 1\nsampling = "time-aligned"\n'
+           'store = "syn.h5"\n{daily}[instances]\ncount = 1\ntasks = 20\nseed = 0\n[grid]\nestimator = ["av:1"]\n')
+    (tmp_path / "a.toml").write_text(cfg.format(daily="daily_amplitude = 0.3\n"))
+    res = CliRunner().invoke(app, ["sweep", "a.toml", "--out", "a.csv", "-q"])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "b.toml").write_text(cfg.format(daily=""))
+    res = CliRunner().invoke(app, ["sweep", "b.toml", "--out", "b.csv", "-q"])
+    assert res.exit_code == 2 and "daily_amplitude 0.3 (config: 0.0)" in res.output
