@@ -48,10 +48,13 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     observed : array_like, shape (n, k)
         Observed usage of n tasks (k observations each).
     estimator : str
-        ``av:F``, ``perc:P``, ``max``, ``cantelli:B`` or ``gpa:RHO`` (SPEC §3).
+        ``av:F``, ``perc:P``, ``max``, ``cantelli:B`` or ``gpa:RHO`` (SPEC §3),
+        or one of ``docs/beyond.md`` (``emp:RHO``, ``gpa-cal:TARGET``,
+        ``hoeffding:RHO``, ``effsize:RHO``, ``nsigma:N``).
     capacity, headroom : float
-        Bins hold ``headroom * capacity`` (SPEC §4).
-    algorithm : {"first-fit", "best-fit"}
+        Bins hold ``headroom * capacity`` (SPEC §4); capacity may also be a
+        fleet ``"C:SHARE,..."`` (docs/beyond.md).
+    algorithm : {"first-fit", "best-fit", "first-fit-decreasing", "best-fit-decreasing"}
     rebalance : bool
         Run the rebalancing pass after the online pass.
 
@@ -62,6 +65,10 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     """
     observed = as_usage_matrix("observed", observed)
     p = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom)
+    from .beyond import is_beyond, pack_observed
+
+    if is_beyond(p):  # new estimators, sorted orders, fleets (docs/beyond.md)
+        return pack_observed(observed, p)
     lv = [p.estimator.param] if p.estimator.needs_percentile else []
     a, b = p.estimator.items(compute_statistics(observed, lv))
     assign, _, _ = pack_items(np.ascontiguousarray(a), np.ascontiguousarray(b), p.estimator.z,

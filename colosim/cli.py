@@ -104,6 +104,10 @@ def sweep(
         typer.echo(f"{out} is up to date with {config}; nothing recomputed", err=True)
 
 
+def _capacity_text(capacity) -> str:
+    return f"{capacity:g}" if isinstance(capacity, float) else str(capacity)  # a number or a fleet
+
+
 def _print_summary(summary: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -113,7 +117,7 @@ def _print_summary(summary: list[dict]) -> None:
         table.add_column(name, justify="right" if name not in ("estimator", "algorithm", "data") else "left")
     for s in summary:
         table.add_row(
-            s["estimator"], s["algorithm"], f"{s['capacity']:g}", f"{s['clairvoyance']:g}", s["data"],
+            s["estimator"], s["algorithm"], _capacity_text(s["capacity"]), f"{s['clairvoyance']:g}", s["data"],
             "yes" if s["rebalance"] else "no", f"{s['headroom']:g}", str(s["instances"]),
             f"{s['m_abs_mean']:.1f}",
             f"{s['m_mean']:.3f} [{s['m_q1']:.3f}, {s['m_median']:.3f}, {s['m_q3']:.3f}]",
@@ -129,17 +133,21 @@ def generate(
     tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
     realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
     seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
-    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper: x and y drawn separately) or paired (x and y from the same record; docs/spec.md §8)."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper: x and y drawn separately), paired (x and y from the same record; docs/spec.md §8) or time-aligned (shared trace times; docs/beyond.md)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
+    daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="Amplitude in [0, 1) of a daily pattern "
+                                          "common to all tasks (docs/beyond.md); 0: none."),
 ) -> None:
     """Realize N tasks of the built-in synthetic population into a store."""
     from .sources import generate_synthetic_store
 
     if out.exists() and not force:
         raise InputError(f"{out}: exists already (pass --force to replace it)")
+    if not 0 <= daily_amplitude < 1:
+        raise InputError(f"--daily-amplitude must be in [0, 1), not {daily_amplitude!r}")
     with progress_bar(f"generate {out.name}", tasks) as advance:
         generate_synthetic_store(out, n_tasks=tasks, n_realizations=realizations, seed=seed,
-                                 sampling=sampling, progress=advance)
+                                 sampling=sampling, progress=advance, daily_amplitude=daily_amplitude)
     typer.echo(f"wrote {out} ({tasks} tasks x {realizations} realizations)", err=True)
 
 # ---------------------------------------------------------------- ingest ---
@@ -255,7 +263,7 @@ def realize_cmd(
     tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
     realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
     seed: int = typer.Option(..., "--seed", help="Seed of the row selection and of the draws (docs/spec.md §8)."),
-    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper) or paired."),
+    sampling: str = typer.Option("independent", "--sampling", help="independent (the paper), paired, or time-aligned (shared trace times; docs/beyond.md)."),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
 ) -> None:
     """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8)."""

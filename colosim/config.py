@@ -7,7 +7,8 @@ A config has three tables (and an optional fourth)::
     tasks = 100000              # N, rows of the store
     realizations = 10000        # R
     seed = 2017
-    sampling = "independent"    # or "paired" (SPEC §8)
+    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/beyond.md)
+    daily_amplitude = 0.0       # optional common daily pattern (docs/beyond.md)
 
     [instances]   # SPEC §6
     count = 50
@@ -17,7 +18,7 @@ A config has three tables (and an optional fourth)::
     [grid]        # every key takes a non-empty list; missing keys take the default
     estimator = ["gpa:0.01", "av:1"]
     algorithm = ["best-fit"]          # first-fit, best-fit
-    capacity = [1.0]
+    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/beyond.md)
     clairvoyance = [1.0]
     data = ["inst"]                   # inst, avg
     rebalance = [true]
@@ -59,7 +60,7 @@ GRID_KEYS = {
 }
 
 SOURCE_KINDS = {
-    "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store"},
+    "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store", "daily_amplitude"},
     "store": {"kind", "path"},
 }
 
@@ -72,6 +73,7 @@ class Source:
     realizations: int | None = None
     seed: int | None = None
     sampling: str = "independent"
+    daily_amplitude: float = 0.0  # synthetic: common daily pattern (docs/beyond.md)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,11 @@ class SweepConfig:
     def fingerprint(self) -> str:
         """SHA-256 of everything that determines the results (not the
         output path)."""
+        source = asdict(self.source)
+        if not source["daily_amplitude"]:  # absent = 0: fingerprints of older configs stay valid
+            del source["daily_amplitude"]
         payload = {
-            "source": asdict(self.source),
+            "source": source,
             "instances": asdict(self.instances),
             "grid": [[k, list(v)] for k, v in self.grid],
         }
@@ -175,12 +180,20 @@ def parse_config(raw: dict, path: Path) -> SweepConfig:
 def _check_grid_value(key, v, path):
     expected = {
         "estimator": (str,), "algorithm": (str,), "data": (str,), "rebalance": (bool,),
-        "capacity": (int, float), "clairvoyance": (int, float), "headroom": (int, float),
+        "capacity": (int, float, str), "clairvoyance": (int, float), "headroom": (int, float),
     }[key]
     if isinstance(v, bool) and bool not in expected:
         raise InputError(f"{path}: grid.{key} value {v!r} has the wrong type")
+    if key == "capacity" and isinstance(v, str):  # a mixed fleet (docs/beyond.md)
+        from .fleet import parse_fleet
+
+        try:
+            parse_fleet(v)
+        except InputError as exc:
+            raise InputError(f"{path}: grid.capacity value {v!r} is not a number or a fleet: {exc}") from None
     if not isinstance(v, expected):
-        names = " or ".join("number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected)
+        names = " or ".join(dict.fromkeys(
+            "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))
         raise InputError(f"{path}: grid.{key} value {v!r} must be a {names}")
 
 
@@ -192,8 +205,10 @@ def _source(src: dict, path: Path) -> Source:
     if kind == "store":
         return Source(kind="store", path=_str(src, "path", path, "source."))
     sampling = src.get("sampling", "independent")
-    if sampling not in ("independent", "paired"):
-        raise InputError(f"{path}: source.sampling must be 'independent' or 'paired', not {sampling!r}")
+    if sampling not in ("independent", "paired", "time-aligned"):
+        raise InputError(
+            f"{path}: source.sampling must be 'independent', 'paired' or 'time-aligned', not {sampling!r}"
+        )
     return Source(
         kind=kind,
         path=_str(src, "store", path, "source.") if "store" in src else None,
@@ -201,7 +216,15 @@ def _source(src: dict, path: Path) -> Source:
         realizations=_int(src, "realizations", path, "source.", minimum=2),
         seed=_int(src, "seed", path, "source.", minimum=0),
         sampling=sampling,
+        daily_amplitude=_daily_amplitude(src, path),
     )
+
+
+def _daily_amplitude(src: dict, path: Path) -> float:
+    v = src.get("daily_amplitude", 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+        raise InputError(f"{path}: source.daily_amplitude must be a number in [0, 1), not {v!r}")
+    return float(v)
 
 
 def _keys(table: dict, allowed: set, path: Path, prefix: str) -> None:

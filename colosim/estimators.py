@@ -30,9 +30,19 @@ _RULES = {
     "max": (False, None, "no parameter"),
     "cantelli": (True, lambda p: p >= 0, "B >= 0"),
     "gpa": (True, lambda p: 0 < p <= 0.5, "0 < RHO <= 0.5"),
+    # beyond the paper (docs/beyond.md); packed by colosim.beyond
+    "emp": (True, lambda p: 0 <= p < 1, "0 <= RHO < 1"),
+    "gpa-cal": (True, lambda p: 0 <= p < 1, "0 <= TARGET < 1"),
+    "hoeffding": (True, lambda p: 0 < p < 1, "0 < RHO < 1"),
+    "effsize": (True, lambda p: 0 < p < 1, "0 < RHO < 1"),
+    "nsigma": (True, lambda p: p >= 0, "N >= 0"),
 }
 
-_SPEC_RE = re.compile(r"^\s*([A-Za-z]+)\s*(?::\s*(\S+?)\s*)?$")
+#: estimators whose bin load is not of the (a, b, z) form, or that need more
+#: than per-task statistics (packed by colosim.beyond)
+VECTOR_ESTIMATORS = ("emp", "gpa-cal", "effsize", "nsigma")
+
+_SPEC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*(?::\s*(\S+?)\s*)?$")
 
 
 def _format_param(value: float) -> str:
@@ -56,8 +66,13 @@ class Estimator:
 
     @property
     def z(self) -> float:
-        """Standard normal quantile at ``1 - rho`` for GPA, 0 otherwise."""
-        return float(ndtri(1.0 - self.param)) if self.name == "gpa" else 0.0
+        """Standard normal quantile at ``1 - rho`` for GPA, ``sqrt(ln(1/rho)
+        / 2)`` for Hoeffding's bound, 0 otherwise."""
+        if self.name == "gpa":
+            return float(ndtri(1.0 - self.param))
+        if self.name == "hoeffding":
+            return math.sqrt(math.log(1.0 / self.param) / 2.0)
+        return 0.0
 
     @property
     def needs_percentile(self) -> bool:
@@ -74,6 +89,13 @@ class Estimator:
             return stats.maximum, zeros
         if self.name == "cantelli":
             return stats.mean + self.param * np.sqrt(stats.var), zeros
+        if self.name == "hoeffding":
+            if stats.minimum is None:
+                raise ValueError("hoeffding needs the per-task minimum (TaskStatistics.minimum)")
+            spread = stats.maximum - stats.minimum
+            return stats.mean, spread * spread
+        if self.name in VECTOR_ESTIMATORS:
+            raise ValueError(f"{self.spec} has no (a, b) items; it is packed by colosim.beyond")
         return stats.mean, stats.var  # gpa
 
     def __str__(self) -> str:
@@ -121,6 +143,7 @@ class TaskStatistics:
     maximum: np.ndarray
     percentile_levels: tuple[float, ...]
     percentiles: np.ndarray
+    minimum: np.ndarray | None = None  # filled where needed (hoeffding)
 
     def percentile(self, level: float) -> np.ndarray:
         return self.percentiles[:, self.percentile_levels.index(level)]

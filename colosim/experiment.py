@@ -14,11 +14,14 @@ import numpy as np
 
 from .errors import InputError
 from .estimators import Estimator, compute_statistics, parse_estimator
+from .fleet import Fleet, parse_fleet
 from .kernels.evaluate import evaluate_packings
 from .kernels.packing import BEST_FIT, FIRST_FIT, pack_many
 from .kernels.stats import row_means
 
 ALGORITHMS = {"first-fit": FIRST_FIT, "best-fit": BEST_FIT}
+# beyond the paper (docs/beyond.md): sorted orders, packed by colosim.beyond
+SORTED_ALGORITHMS = {"first-fit-decreasing": FIRST_FIT, "best-fit-decreasing": BEST_FIT}
 DATA = ("inst", "avg")
 METRICS = ("m_abs", "m_norm", "m", "q", "q_max", "severity", "oversize")
 
@@ -29,7 +32,7 @@ class GridPoint:
 
     estimator: Estimator
     algorithm: str = "best-fit"
-    capacity: float = 1.0
+    capacity: float | Fleet = 1.0
     clairvoyance: float = 1.0
     data: str = "inst"
     rebalance: bool = True
@@ -41,11 +44,15 @@ class GridPoint:
         """Validate and normalize user values; :class:`InputError` names the
         offending argument."""
         est = parse_estimator(estimator)
-        if algorithm not in ALGORITHMS:
-            raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
-        capacity = _real("capacity", capacity)
-        if not capacity > 0:
-            raise InputError(f"capacity must be > 0, not {capacity!r}")
+        if algorithm not in ALGORITHMS and algorithm not in SORTED_ALGORITHMS:
+            raise InputError(f"algorithm must be one of {', '.join([*ALGORITHMS, *SORTED_ALGORITHMS])}, "
+                             f"not {algorithm!r}")
+        if isinstance(capacity, (str, Fleet)):  # a mixed fleet (docs/beyond.md)
+            capacity = parse_fleet(capacity)
+        else:
+            capacity = _real("capacity", capacity)
+            if not capacity > 0:
+                raise InputError(f"capacity must be > 0, not {capacity!r}")
         clairvoyance = _real("clairvoyance", clairvoyance)
         if not 0 < clairvoyance <= 1:
             raise InputError(f"clairvoyance must be in (0, 1], not {clairvoyance!r}")
@@ -113,6 +120,12 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     ``x``, ``y``: validated float arrays of shape (n, R) (``y`` may be None
     when no point uses ``data = "avg"``).
     """
+    # beyond the paper (docs/beyond.md): new estimators, sorted orders, fleets
+    from .beyond import beyond_metrics, is_beyond
+
+    if any(is_beyond(p) for p in points):
+        return beyond_metrics(x, y, points, instance_metrics)
+
     n, R = x.shape
     means = row_means(x)
     splits = {p.clairvoyance: observation_split(p.clairvoyance, R) for p in points}

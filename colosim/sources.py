@@ -26,21 +26,25 @@ def synthetic_store_path(source: Source, config_dir: Path) -> Path:
         return p if p.is_absolute() else config_dir / p
     from .trace.synthetic import MODEL_VERSION
 
+    daily = f"-daily{source.daily_amplitude!r}" if source.daily_amplitude else ""
     name = (
         f"synthetic-v{MODEL_VERSION}-n{source.tasks}-r{source.realizations}"
-        f"-s{source.seed}-{source.sampling}.h5"
+        f"-s{source.seed}-{source.sampling}{daily}.h5"
     )
     return cache_dir() / name
 
 
 def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: int,
-                             sampling: str = "independent", progress=None) -> None:
-    """Realize ``n_tasks`` tasks of the built-in population into a store."""
+                             sampling: str = "independent", progress=None, daily_amplitude: float = 0.0) -> None:
+    """Realize ``n_tasks`` tasks of the built-in population into a store
+    (with a common daily pattern of that amplitude when > 0)."""
     from .realize import realize
-    from .trace.synthetic import MODEL_VERSION, SyntheticPopulation
+    from .trace.synthetic import MODEL_VERSION, PopulationModel, SyntheticPopulation
 
-    population = SyntheticPopulation(n_tasks, seed)
+    population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
     source = {"kind": "synthetic", "model_version": MODEL_VERSION, "population_tasks": n_tasks, "seed": seed}
+    if daily_amplitude:
+        source["daily_amplitude"] = daily_amplitude
     realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed,
             sampling=sampling, source=source, progress=progress)
 
@@ -57,9 +61,11 @@ def check_synthetic_store(path: Path, source: Source) -> None:
             "model_version": made.get("model_version") if isinstance(made, dict) else None,
             "tasks": store.n_tasks, "realizations": store.n_realizations,
             "seed": store.seed, "sampling": store.attrs.get("sampling"),
+            "daily_amplitude": made.get("daily_amplitude", 0.0) if isinstance(made, dict) else None,
         }
     want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
-            "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling}
+            "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
+            "daily_amplitude": source.daily_amplitude}
     differ = [f"{k} {found[k]!r} (config: {want[k]!r})" for k in want if found[k] != want[k]]
     if differ:
         raise InputError(f"{path}: exists but is not the store this source describes: "
@@ -81,6 +87,7 @@ def resolve_store(source: Source, config_dir: Path, progress_factory=None) -> Pa
             progress = progress_factory(f"generating {p.name}", source.tasks) if progress_factory else None
             generate_synthetic_store(p, n_tasks=source.tasks, n_realizations=source.realizations,
                                      seed=source.seed, sampling=source.sampling,
+                                     daily_amplitude=source.daily_amplitude,
                                      progress=progress)
         else:
             check_synthetic_store(p, source)

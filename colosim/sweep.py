@@ -30,7 +30,9 @@ import numpy as np
 from ._version import __version__
 from .config import SweepConfig
 from .errors import InputError
+from .beyond import extra_columns, extra_values
 from .experiment import METRICS, GridPoint, instance_metrics, observation_split
+from .fleet import parse_fleet
 from .io.atomic import write_text_atomic
 from .io.store import Store, open_store
 
@@ -54,7 +56,8 @@ def format_value(v) -> str:
 
 
 def point_keys(p: GridPoint) -> tuple:
-    return (p.estimator.spec, p.algorithm, p.capacity, p.clairvoyance, p.data, p.rebalance, p.headroom)
+    capacity = p.capacity if isinstance(p.capacity, float) else str(p.capacity)  # a fleet's spec
+    return (p.estimator.spec, p.algorithm, capacity, p.clairvoyance, p.data, p.rebalance, p.headroom)
 
 
 @dataclass
@@ -96,7 +99,9 @@ def compute_instance(config: SweepConfig, store_path, k: int) -> list[tuple]:
     index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
     x = store.rows(index, "x")
     y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
-    return [(k,) + point_keys(p) + met.row() for p, met in zip(points, instance_metrics(x, y, points))]
+    extra = extra_columns(points)
+    return [(k,) + point_keys(p) + met.row() + extra_values(met, extra)
+            for p, met in zip(points, instance_metrics(x, y, points))]
 
 
 def run_sweep(config: SweepConfig, store: Store, progress=None) -> list[tuple]:
@@ -111,10 +116,16 @@ def run_sweep(config: SweepConfig, store: Store, progress=None) -> list[tuple]:
     return rows
 
 
-def rows_to_csv(rows: list[tuple]) -> str:
+def columns(config: SweepConfig | None = None) -> tuple[str, ...]:
+    """The header of a config's results: SPEC §5's columns, then the extra
+    columns of docs/beyond.md when its grid needs them."""
+    return COLUMNS + (extra_columns(config.points()) if config is not None else ())
+
+
+def rows_to_csv(rows: list[tuple], header: tuple[str, ...] = COLUMNS) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    w.writerow(header)
     for r in rows:
         w.writerow([format_value(v) for v in r])
     return buf.getvalue()
@@ -147,8 +158,17 @@ def _typed(rec: dict) -> dict:
     out = dict(rec)
     for key in ("instance", "m_abs", "m_norm", "oversize"):
         out[key] = int(rec[key])
-    for key in ("capacity", "clairvoyance", "headroom", "m", "q", "q_max", "severity"):
+    for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity"):
         out[key] = float(rec[key])
+    # a number, or a fleet spec "C:SHARE,..." (docs/beyond.md)
+    out["capacity"] = str(parse_fleet(rec["capacity"])) if ":" in rec["capacity"] else float(rec["capacity"])
+    if "calibrated_rho" in rec:
+        out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
+    if "m_abs_by_type" in rec:
+        text = rec["m_abs_by_type"]
+        out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
+        text = rec["q_by_type"]
+        out["q_by_type"] = tuple(float(v) for v in text.split(";")) if text else ()
     if rec["rebalance"] not in ("true", "false"):
         raise ValueError(rec["rebalance"])
     out["rebalance"] = rec["rebalance"] == "true"
@@ -183,7 +203,7 @@ def finished(config: SweepConfig, out: Path, store_fingerprint: str | None = Non
 
 def write_results(config: SweepConfig, store: Store, out: Path, rows: list[tuple], elapsed: float) -> None:
     """Write the CSV, then its metadata, each atomically."""
-    write_text_atomic(out, rows_to_csv(rows))
+    write_text_atomic(out, rows_to_csv(rows, columns(config)))
     _write_meta(config, store, out, len(rows), elapsed)
 
 
@@ -321,7 +341,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
         except KeyboardInterrupt:
             raise Interrupted(done, total, parts) from None
         elapsed = time.perf_counter() - t0
-        text = rows_to_csv([]) + "".join(_part_path(parts, k).read_text() for k in range(total))
+        text = rows_to_csv([], columns(config)) + "".join(_part_path(parts, k).read_text() for k in range(total))
         write_text_atomic(out, text)
         rows = read_results(out)
         _write_meta(config, store, out, len(rows), elapsed)

@@ -56,6 +56,12 @@ FAMILY_COLORS = {
     "perc": "#2ca02c",
     "cantelli": "#d62728",
     "max": "#9467bd",
+    # beyond the paper (docs/beyond.md)
+    "emp": "#8c564b",
+    "gpa-cal": "#17becf",
+    "hoeffding": "#7f7f7f",
+    "effsize": "#e377c2",
+    "nsigma": "#bcbd22",
 }
 FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -89,9 +95,11 @@ def check_rows(rows: list[dict], path="results") -> None:
             raise InputError(f"{where}: {exc}") from None
         if r["data"] not in ("inst", "avg"):
             raise InputError(f"{where}: data must be inst or avg, not {r['data']!r}")
-        if r["algorithm"] not in ("first-fit", "best-fit"):
+        if r["algorithm"] not in ("first-fit", "best-fit", "first-fit-decreasing", "best-fit-decreasing"):
             raise InputError(f"{where}: unknown algorithm {r['algorithm']!r}")
         for key in ("capacity", "clairvoyance", "headroom", "m", "q", "q_max", "severity"):
+            if key == "capacity" and isinstance(r[key], str):  # a fleet (docs/beyond.md)
+                continue
             if not math.isfinite(r[key]):
                 raise InputError(f"{where}: {key} is not a finite number")
         if not (0.0 <= r["q"] <= 1.0 and 0.0 <= r["q_max"] <= 1.0):
@@ -214,7 +222,8 @@ def _fig10_rows(rows):
 
 
 def _fig11_rows(rows):
-    return select(rows, free=("capacity", "rebalance"))
+    # numeric capacities only (a fleet is not a point of the capacity axis)
+    return [r for r in select(rows, free=("capacity", "rebalance")) if isinstance(r["capacity"], float)]
 
 
 def _fig12_rows(rows):

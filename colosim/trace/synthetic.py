@@ -63,6 +63,7 @@ MEAN_REF = 0.027
 #: Trace conventions (Google 2011 task_usage): microseconds, 300-s windows,
 #: the first window starting 600 s after the time origin.
 WINDOW_US = 300_000_000
+DAY_US = 86_400_000_000
 TRACE_START_US = 600_000_000
 
 # Stream tags keep the population's random numbers apart from each other and
@@ -127,6 +128,11 @@ class PopulationModel:
         Scale of the highest bursts: a task's CV is capped at
         ``sqrt(spike_max / mu)``, so that a small task idle most of the time
         bursts to about ``spike_max``, not to the whole machine.
+    daily_amplitude : float
+        Amplitude A of an optional daily pattern common to all tasks
+        (docs/beyond.md): every record of a window starting at time tau is
+        multiplied by ``1 + A sin(2 pi (tau mod day) / day)`` before the clip
+        to [0, 1]. 0 (the default) leaves the calibrated population as it is.
     """
 
     full_share: float = 0.12
@@ -146,6 +152,7 @@ class PopulationModel:
     phases: int = 3
     p_on: float = 2.177
     shape_min: float = 0.2869
+    daily_amplitude: float = 0.0
 
     def __post_init__(self):
         def bad(name, rule):
@@ -164,6 +171,8 @@ class PopulationModel:
                 bad(name, "finite and >= 0")
         if self.mean_max > 1:
             bad("mean_max", "<= 1")
+        if not (np.isfinite(self.daily_amplitude) and 0.0 <= self.daily_amplitude < 1.0):
+            bad("daily_amplitude", "in [0, 1)")
         if self.shape_min > self.p_on:
             bad("shape_min", f"<= p_on ({self.p_on})")
         if self.dwell_min < 1:
@@ -398,7 +407,23 @@ class SyntheticPopulation:
     def task(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(inst, avg) records of task k, float32 arrays of length T_k."""
         k = self._index(k)
-        return generate_task(self.model, self.seed, k, self.params)
+        inst, avg = generate_task(self.model, self.seed, k, self.params)
+        if self.model.daily_amplitude:
+            inst, avg = self._daily(k, inst, avg)
+        return inst, avg
+
+    def _daily(self, k: int, inst: np.ndarray, avg: np.ndarray):
+        """The common daily pattern (``PopulationModel.daily_amplitude``)."""
+        start = TRACE_START_US + (int(self.params.start[k]) + np.arange(len(inst), dtype=np.int64)) * WINDOW_US
+        factor = 1.0 + self.model.daily_amplitude * np.sin(2 * np.pi * (start % DAY_US) / DAY_US)
+        return ((inst * factor).clip(0, 1).astype(np.float32), (avg * factor).clip(0, 1).astype(np.float32))
+
+    def time_range(self) -> tuple[int, int]:
+        """Earliest record start and latest record start plus one window
+        (µs), from the per-task scalars alone (time-aligned realization)."""
+        p = self.params
+        return (TRACE_START_US + int(p.start.min()) * WINDOW_US,
+                TRACE_START_US + int((p.start + p.length).max()) * WINDOW_US)
 
     def records(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(inst, avg, start_time) of task k; start times in microseconds,
