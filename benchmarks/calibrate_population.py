@@ -24,7 +24,6 @@ rebalancing (the paper reports rebalancing changes q by a few per cent).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
