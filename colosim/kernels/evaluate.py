@@ -29,7 +29,8 @@ CHUNKS = 32
 
 @jit
 def bin_members(assign, n_bins):
-    """CSR member lists of a packing's bins, each in ascending position."""
+    """CSR member lists of a packing's bins, each in ascending position:
+    bin j holds ``members[start[j]:start[j + 1]]``."""
     n = assign.shape[0]
     start = np.zeros(n_bins + 1, dtype=np.int64)
     for i in range(n):
@@ -170,18 +171,7 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     n_tiles = tiles.shape[0]
     n_unique = ustart.shape[0] - 1
     n_pairs = pair_bin.shape[0]
-    # pairs of each distinct bin (CSR)
-    pstart = np.zeros(n_unique + 1, dtype=np.int64)
-    for q in range(n_pairs):
-        pstart[pair_bin[q] + 1] += 1
-    for u in range(n_unique):
-        pstart[u + 1] += pstart[u]
-    pfill = pstart[:-1].copy()
-    pairs = np.empty(n_pairs, dtype=np.int64)
-    for q in range(n_pairs):
-        u = pair_bin[q]
-        pairs[pfill[u]] = q
-        pfill[u] += 1
+    pairs, pstart = bin_members(pair_bin, n_unique)  # the pairs of each distinct bin (CSR)
     needed_from = np.full(n_unique, width, dtype=np.int64)
     lowest_cap = np.full(n_unique, np.inf)
     for q in range(n_pairs):

@@ -14,6 +14,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
+from .evaluate import bin_members
 
 FIRST_FIT = 0
 BEST_FIT = 1
@@ -78,6 +79,23 @@ def _load(members, size, a, b, z, skip, extra):
 
 
 @jit
+def move_to_last(seg, size, last_members, last_size, task):
+    """Remove ``task`` from the sorted member list ``seg[:size]`` and insert
+    it into the sorted ``last_members[:last_size]``; the new sizes."""
+    w = 0
+    for s in range(size):
+        if seg[s] != task:
+            seg[w] = seg[s]
+            w += 1
+    pos = last_size
+    while pos > 0 and last_members[pos - 1] > task:
+        last_members[pos] = last_members[pos - 1]
+        pos -= 1
+    last_members[pos] = task
+    return w, last_size + 1
+
+
+@jit
 def rebalance(assign, n_bins, a, b, z, cap):
     """Move tasks into the last-opened bin while any is movable (SPEC §4).
 
@@ -96,18 +114,8 @@ def rebalance(assign, n_bins, a, b, z, cap):
     last = n_bins - 1
     # Member lists, sorted by position: bins other than last only shrink, so
     # they live in CSR segments of their initial size; last can grow to n.
-    size = np.zeros(n_bins, dtype=np.int64)
-    for i in range(n):
-        size[assign[i]] += 1
-    start = np.zeros(n_bins + 1, dtype=np.int64)
-    for j in range(n_bins):
-        start[j + 1] = start[j] + size[j]
-    members = np.empty(n, dtype=np.int64)
-    fill = start[:-1].copy()
-    for i in range(n):
-        j = assign[i]
-        members[fill[j]] = i
-        fill[j] += 1
+    members, start = bin_members(assign, n_bins)
+    size = start[1:] - start[:-1]
     last_members = np.empty(n, dtype=np.int64)
     last_size = size[last]
     last_members[:last_size] = members[start[last] : start[last] + last_size]
@@ -135,19 +143,7 @@ def rebalance(assign, n_bins, a, b, z, cap):
                         best = i
             if best < 0:
                 continue
-            # remove best from d (keeping order), insert into last (sorted)
-            w = 0
-            for s in range(size[d]):
-                if seg[s] != best:
-                    seg[w] = seg[s]
-                    w += 1
-            size[d] = w
-            pos = last_size
-            while pos > 0 and last_members[pos - 1] > best:
-                last_members[pos] = last_members[pos - 1]
-                pos -= 1
-            last_members[pos] = best
-            last_size += 1
+            size[d], last_size = move_to_last(seg, size[d], last_members, last_size, best)
             assign[best] = last
             loads[d] = _load(seg, size[d], a, b, z, -1, -1) if size[d] > 0 else -np.inf
             moves += 1

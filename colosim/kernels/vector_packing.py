@@ -34,6 +34,8 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
+from .evaluate import bin_members
+from .packing import move_to_last
 
 GAUSS = 0
 EMP = 1
@@ -266,18 +268,7 @@ def rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps):
                         best = i
             if best < 0:
                 continue
-            w = 0
-            for s in range(size[d]):
-                if seg[s] != best:
-                    seg[w] = seg[s]
-                    w += 1
-            size[d] = w
-            pos = last_size
-            while pos > 0 and last_members[pos - 1] > best:
-                last_members[pos] = last_members[pos - 1]
-                pos -= 1
-            last_members[pos] = best
-            last_size += 1
+            size[d], last_size = move_to_last(seg, size[d], last_members, last_size, best)
             assign[best] = last
             if size[d] > 0:
                 L = _members_load(seg, size[d], V, kind, params, -1, -1, tmp)
@@ -323,18 +314,7 @@ def violations_per_bin_capacity(x, first, stop, assign, n_bins, bin_caps):
     so the ``prange`` over them gives the same bits whatever the thread
     count.
     """
-    n = assign.shape[0]
-    start = np.zeros(n_bins + 1, dtype=np.int64)
-    for i in range(n):
-        start[assign[i] + 1] += 1
-    for j in range(n_bins):
-        start[j + 1] += start[j]
-    fill = start[:-1].copy()
-    members = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        j = assign[i]
-        members[fill[j]] = i
-        fill[j] += 1
+    members, start = bin_members(assign, n_bins)
     width = stop - first
     counts = np.zeros(n_bins, dtype=np.int64)
     severity = np.zeros(n_bins)
