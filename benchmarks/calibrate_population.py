@@ -9,9 +9,12 @@ weighted misfit over all rows at once.
 
 Usage (from the project root)::
 
-    python benchmarks/calibrate_population.py measure --instances 8
     python benchmarks/calibrate_population.py measure --instances 8 --clusters
-    python benchmarks/calibrate_population.py fit --instances 4 --evals 120
+    python benchmarks/calibrate_population.py fit-shape --evals 120 --model '{...}'
+    python benchmarks/calibrate_population.py fit --instances 2 --evals 70 --model '{...}'
+
+``--model`` overrides PopulationModel fields (JSON); stage 1 (``fit-shape``)
+fits the record-level rows, stage 2 (``fit``) the rest with packing.
 
 Packing uses ``colosim.run`` (best-fit, rebalancing, c = 1, full
 clairvoyance) when the package has it, otherwise a plain best-fit without
@@ -21,7 +24,6 @@ rebalancing (the paper reports rebalancing changes q by a few per cent).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys

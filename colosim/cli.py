@@ -109,21 +109,38 @@ def _capacity_text(capacity) -> str:
 
 
 def _print_summary(summary: list[dict]) -> None:
+    """One row per grid point: the grid keys that vary, then m_abs, m and q
+    over instances as mean (first quartile to third)."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="m and q over instances: mean [q1, median, q3]")
-    for name in ("estimator", "algorithm", "c", "clairv.", "data", "rebal.", "h", "n", "m_abs", "m", "q"):
-        table.add_column(name, justify="right" if name not in ("estimator", "algorithm", "data") else "left")
+    keys = ["estimator", "algorithm", "capacity", "clairvoyance", "data", "rebalance", "headroom"]
+    varying = [k for k in keys if len({str(s[k]) for s in summary}) > 1] or ["estimator"]
+    fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in keys if k not in varying]
+    title = "mean (quartiles) over instances" + (f"; {', '.join(fixed)}" if fixed else "")
+    table = Table(title=title, title_justify="left")
+    for k in varying:
+        table.add_column(k, justify="left" if isinstance(summary[0][k], str) else "right")
+    for name in ("n", "m_abs", "m", "q"):
+        table.add_column(name, justify="right")
     for s in summary:
         table.add_row(
-            s["estimator"], s["algorithm"], _capacity_text(s["capacity"]), f"{s['clairvoyance']:g}", s["data"],
-            "yes" if s["rebalance"] else "no", f"{s['headroom']:g}", str(s["instances"]),
-            f"{s['m_abs_mean']:.1f}",
-            f"{s['m_mean']:.3f} [{s['m_q1']:.3f}, {s['m_median']:.3f}, {s['m_q3']:.3f}]",
-            f"{s['q_mean']:.2e} [{s['q_q1']:.1e}, {s['q_median']:.1e}, {s['q_q3']:.1e}]",
+            *(_fmt_key(s[k]) for k in varying), str(s["instances"]),
+            f"{s['m_abs_mean']:.1f} ({s['m_abs_q1']:.0f}-{s['m_abs_q3']:.0f})",
+            f"{s['m_mean']:.3f} ({s['m_q1']:.3f}-{s['m_q3']:.3f})",
+            f"{s['q_mean']:.2e} ({s['q_q1']:.1e}-{s['q_q3']:.1e})",
         )
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def _fmt_key(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
 
 
 @app.command()

@@ -54,3 +54,17 @@ def test_info_rejects_foreign_files(tmp_path):
     assert res.exit_code == 2 and "notes.txt" in res.output
     res = runner.invoke(app, ["info", str(tmp_path / "missing.h5")])
     assert res.exit_code == 2 and "not found" in res.output
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+    import stat
+
+    from colosim.io import write_text_atomic
+
+    mask = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "a.txt", "x")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o644

@@ -28,6 +28,7 @@ def atomic_path(target: str | os.PathLike, *, overwrite: bool = True):
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     tmp = Path(tmp)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file gets the usual mode
     try:
         yield tmp
         _fsync_file(tmp)
@@ -37,6 +38,12 @@ def atomic_path(target: str | os.PathLike, *, overwrite: bool = True):
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(target: str | os.PathLike, text: str) -> None:

@@ -194,6 +194,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
     middle = _middle_pool(seed)
     n_long = 0
     above_1 = 0
+    above_1_tasks = []
     try:
         # (kind, job, idx, first window, inst, avg, event) for every task, the
         # population first, in chunks
@@ -234,6 +235,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
                     if n_long % plant_every == 0:
                         avg_s[0] = "1.5"
                         above_1 += 1
+                        above_1_tasks.append([job, idx])
                     if n_long % plant_every == plant_every // 2:
                         extra_rows = [(0, "", inst_s[0]), (0, avg_s[0], "")]
                     long_tasks.append([job, idx, n])
@@ -288,6 +290,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
         "min_records": MIN_LONG,
         "steps": [s0, s1, s2, s3, s4, s5],
         "avg_above_1_replaced": above_1,
+        "avg_above_1_tasks": above_1_tasks,
         "failing_tasks": counts["failing"][0],
         "long_tasks": long_tasks,
     }

@@ -34,8 +34,8 @@ The model, per task k (all of it a pure function of ``(seed, k)``):
 ``(p + 1) U**p`` when it does not, and an on-off factor (idle, or bursting)
 for the burstiest tasks. Being bounded, these have the thin tails beyond
 mean + 2 std that the paper's conservative estimators imply (SPEC §12),
-unlike a gamma of the same std, and sums of such tasks turn Gaussian as
-fast as Table 1 reports.
+unlike a gamma of the same std, and sums of such tasks turn Gaussian
+almost as fast as Table 1 reports (docs/population.md lists what fits).
 
 Values are clipped to [0, 1] (the largest machine has capacity 1).
 """
