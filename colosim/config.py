@@ -3,7 +3,7 @@
 A config has three tables (and an optional fourth)::
 
     [source]      # where the realizations come from
-    kind = "synthetic"          # or "store"
+    kind = "synthetic"          # or "store", "series", "google2011", "google2019"
     tasks = 100000              # N, rows of the store
     realizations = 10000        # R
     seed = 2017
@@ -62,6 +62,9 @@ GRID_KEYS = {
 SOURCE_KINDS = {
     "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store", "daily_amplitude"},
     "store": {"kind", "path"},
+    "series": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store"},
+    "google2011": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store", "min_records"},
+    "google2019": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store", "min_records"},
 }
 
 
@@ -69,11 +72,13 @@ SOURCE_KINDS = {
 class Source:
     kind: str
     path: str | None = None  # store file (kind "store") or where to cache the derived store
+    input: str | None = None  # series file or trace folder a store is derived from
     tasks: int | None = None
     realizations: int | None = None
     seed: int | None = None
     sampling: str = "independent"
     daily_amplitude: float = 0.0  # synthetic: common daily pattern (docs/beyond.md)
+    min_records: int = 24  # trace sources: the ingest's short-task threshold
 
 
 @dataclass(frozen=True)
@@ -212,11 +217,13 @@ def _source(src: dict, path: Path) -> Source:
     return Source(
         kind=kind,
         path=_str(src, "store", path, "source.") if "store" in src else None,
+        input=_str(src, "path", path, "source.") if kind != "synthetic" else None,
+        min_records=_int(src, "min_records", path, "source.", minimum=1) if "min_records" in src else 24,
         tasks=_int(src, "tasks", path, "source.", minimum=1),
         realizations=_int(src, "realizations", path, "source.", minimum=2),
         seed=_int(src, "seed", path, "source.", minimum=0),
         sampling=sampling,
-        daily_amplitude=_daily_amplitude(src, path),
+        daily_amplitude=_daily_amplitude(src, path) if kind == "synthetic" else 0.0,
     )
 
 

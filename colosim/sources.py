@@ -1,13 +1,18 @@
 """From a config's ``[source]`` to a store file on disk.
 
-A synthetic source is realized once into a cached store and reused after;
-the cache folder is ``$COLOSIM_CACHE`` or ``~/.cache/colosim``, unless the
-config names the store's path (``source.store``, relative to the config
-file's folder).
+A synthetic source, a series file or a trace folder is turned into a store
+once and the store is reused after (a trace folder is first ingested into a
+series file, cached too). The cache folder is ``$COLOSIM_CACHE`` or
+``~/.cache/colosim``, unless the config names the store's path
+(``source.store``, relative to the config file's folder). A cached file is
+named after what it was made from — for inputs, their paths, sizes and
+modification times — so a changed input makes a new one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -72,6 +77,67 @@ def check_synthetic_store(path: Path, source: Source) -> None:
                          + ", ".join(differ) + "; delete it or name another source.store")
 
 
+def input_identity(path: Path) -> str:
+    """A short digest of a file's or folder's (recursive) names, sizes and
+    modification times: it changes when any input changes."""
+    path = path.resolve()
+    if not path.exists():
+        raise InputError(f"{path}: source.path not found")
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    listing = [[str(p.relative_to(path.parent)), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()[:16]
+
+
+def _derived_store(source: Source, config_dir: Path, series_path: Path, identity: str, progress_factory) -> Path:
+    """The store realized from a series file (created when missing)."""
+    from .io import open_series
+    from .io._hdf5 import sha256_file
+    from .realize import realize
+
+    if source.path is not None:
+        out = Path(source.path) if Path(source.path).is_absolute() else config_dir / source.path
+    else:
+        out = cache_dir() / (f"{source.kind}-{identity}-n{source.tasks}-r{source.realizations}"
+                             f"-s{source.seed}-{source.sampling}.h5")
+    made_from = {"kind": source.kind, "identity": identity}
+    if out.exists():
+        from .io.store import open_store
+
+        with open_store(out) as store:
+            made = store.attrs.get("source") or {}
+            found = {"tasks": store.n_tasks, "realizations": store.n_realizations, "seed": store.seed,
+                     "sampling": store.attrs.get("sampling"),
+                     "identity": made.get("identity") if isinstance(made, dict) else None}
+        want = {"tasks": source.tasks, "realizations": source.realizations, "seed": source.seed,
+                "sampling": source.sampling, "identity": identity}
+        differ = [f"{k} {found[k]!r} (config: {want[k]!r})" for k in want if found[k] != want[k]]
+        if differ:
+            raise InputError(f"{out}: exists but is not the store this source describes: "
+                             + ", ".join(differ) + "; delete it or name another source.store")
+        return out
+    series = open_series(series_path)
+    made_from.update(series=str(series_path), sha256=sha256_file(series_path))
+    progress = progress_factory(f"realizing {out.name}", source.tasks) if progress_factory else None
+    realize(series, out, n_tasks=source.tasks, n_realizations=source.realizations, seed=source.seed,
+            sampling=source.sampling, source=made_from, progress=progress)
+    return out
+
+
+def _ingested_series(source: Source, trace: Path, identity: str) -> Path:
+    """The series file ingested from a trace folder (created when missing)."""
+    out = cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}.h5"
+    if not out.exists():
+        if source.kind == "google2011":
+            from .trace.google2011 import ingest_google2011
+
+            ingest_google2011(trace, out, min_records=source.min_records)
+        else:
+            from .trace.google2019 import ingest_google2019
+
+            ingest_google2019([trace], out, min_records=source.min_records)
+    return out
+
+
 def resolve_store(source: Source, config_dir: Path, progress_factory=None) -> Path:
     """Path of the store a source denotes, creating a synthetic one when
     missing."""
@@ -92,4 +158,10 @@ def resolve_store(source: Source, config_dir: Path, progress_factory=None) -> Pa
         else:
             check_synthetic_store(p, source)
         return p
+    if source.kind in ("series", "google2011", "google2019"):
+        given = Path(source.input)
+        given = given if given.is_absolute() else config_dir / given
+        identity = input_identity(given)
+        series = given if source.kind == "series" else _ingested_series(source, given, identity)
+        return _derived_store(source, config_dir, series, identity, progress_factory)
     raise InputError(f"unknown source kind {source.kind!r}")  # pragma: no cover (config validates)

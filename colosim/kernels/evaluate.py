@@ -23,7 +23,7 @@ from numba.typed import Dict
 
 from .._jit import jit, pjit
 
-TILE = 64
+TILE = 128
 CHUNKS = 32
 
 
