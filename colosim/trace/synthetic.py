@@ -53,7 +53,7 @@ from ..errors import InputError
 
 #: Version of the model's definition: bump it whenever the same (seed, k,
 #: defaults) would give other records, so that cached stores are not reused.
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 
 #: Records per task allowed by the model: 2 hours to 29 days of 5-minute windows.
 MIN_RECORDS = 24
