@@ -175,9 +175,12 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     )
 
     out = []
+    m_norms: dict[float, int] = {}
     for p, (assign, m_abs, moves, oversize), (counts, severity_sum, n_viol) in zip(points, packings, evaluations):
         n_eval = R - splits[p.clairvoyance][1]
-        m_norm = normalization(x, p.capacity, means)
+        if p.capacity not in m_norms:
+            m_norms[p.capacity] = normalization(x, p.capacity, means)
+        m_norm = m_norms[p.capacity]
         out.append(
             Metrics(
                 m_abs=m_abs,

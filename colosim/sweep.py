@@ -17,6 +17,7 @@ rerunning a finished sweep with the same config recomputes nothing.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -92,10 +93,15 @@ def _store(path) -> Store:
     return _OPEN_STORES[key]
 
 
+@functools.lru_cache(maxsize=8)
+def _points(config: SweepConfig) -> list:
+    return config.points()
+
+
 def compute_instance(config: SweepConfig, store_path, k: int) -> list[tuple]:
     """The results rows of instance k: every grid point, in product order."""
     store = _store(store_path)
-    points = config.points()
+    points = _points(config)
     index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
     x = store.rows(index, "x")
     y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None

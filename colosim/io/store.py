@@ -62,8 +62,11 @@ class Store:
         # the result keeps the caller's order.
         order = np.argsort(index, kind="stable")
         block = np.empty((index.size, source.shape[1]), dtype=USAGE_DTYPE)
-        with _random_access_view(self.path, source) as view:
-            block[order] = view[index[order]]
+        if isinstance(source, np.memmap) and hasattr(os, "preadv"):
+            _read_rows(self.path, source, index, order, block)
+        else:
+            with _random_access_view(self.path, source) as view:
+                block[order] = view[index[order]]
         bad = ~np.isfinite(block) | (block < 0)
         if bad.any():
             r, t = np.argwhere(bad)[0]
@@ -84,6 +87,22 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _read_rows(path: Path, source: np.memmap, index, order, block) -> None:
+    """Read rows ``index`` of the dataset mapped by ``source`` straight into
+    ``block`` with one ``preadv`` each, in increasing file order: only those
+    rows' bytes are read, nothing is mapped into the process, and it is
+    several times faster than faulting the rows' pages in."""
+    row_bytes = source.shape[1] * source.dtype.itemsize
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for pos in order:
+            offset = source.offset + int(index[pos]) * row_bytes
+            if os.preadv(fd, [memoryview(block[pos]).cast("B")], offset) != row_bytes:
+                raise InputError(f"{path}: truncated (row {int(index[pos])} is incomplete)")
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
