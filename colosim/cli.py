@@ -75,6 +75,7 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
     backend: str = typer.Option("local", "--backend", help="local (this process) or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Worker processes of the local Dask cluster (without --scheduler)."),
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
@@ -92,7 +93,7 @@ def sweep(
         store_path = resolve_store(cfg.source, cfg.path.parent, factory)
         try:
             result = run(cfg, store_path, out, force=force, progress_factory=factory,
-                         backend=backend, scheduler=scheduler)
+                         backend=backend, scheduler=scheduler, workers=workers)
         except Interrupted as exc:
             typer.echo(f"{exc}; run the same command again to resume", err=True)
             raise typer.Exit(130) from None

@@ -298,13 +298,15 @@ def _rows_text(rows: list[tuple]) -> str:
 
 
 def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = False,
-          progress_factory=None, backend: str = "local", scheduler: str | None = None) -> SweepResult:
+          progress_factory=None, backend: str = "local", scheduler: str | None = None,
+          workers: int = 2) -> SweepResult:
     """Run (or resume, or reuse) a sweep and write its results.
 
     ``progress_factory(description, total)``, if given, returns a callback
     advanced once per instance; it is called only after every input check.
     ``backend`` is ``"local"`` (this process, Numba threads) or ``"dask"``
-    (``scheduler`` address, or a local cluster when None).
+    (``scheduler`` address, or a local cluster of ``workers`` processes when
+    None).
     """
     store = open_store(store_path)
     try:
@@ -341,7 +343,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
             elif backend == "dask":
                 from .backends import run_dask
 
-                run_dask(config, store.path, todo, finish, scheduler)
+                run_dask(config, store.path, todo, finish, scheduler, n_workers=workers)
             else:
                 raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
         except KeyboardInterrupt:
