@@ -199,9 +199,12 @@ def _shard_progress():
 
 
 def _stderr_console():
+    """Rich output on stderr; wide when it goes to a file rather than a terminal."""
+    import sys
+
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _print_report(report, out: Path) -> None:
