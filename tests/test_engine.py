@@ -268,3 +268,4 @@ def test_float32_sums_at_the_capacity_are_decided_in_float64(rng, R, offset, cap
     (counts, _, _), = evaluate_packings(x, 0, R, [assign], [n // 3], [cap])
     want, _ = naive.violations(x, assign, cap)
     np.testing.assert_array_equal(counts, want)
+

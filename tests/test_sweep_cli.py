@@ -32,6 +32,7 @@ estimator = ["gpa:0.01", "av:1.25", "perc:90", "max"]
 algorithm = ["first-fit", "best-fit"]
 clairvoyance = [0.1, 1.0]
 data = ["inst", "avg"]
+rebalance = [true, false]
 """
 
 
@@ -53,11 +54,11 @@ def test_sweep_writes_every_row_in_order(workdir, small_store):
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(Path("r.csv").read_text().splitlines()))
     assert tuple(rows[0]) == COLUMNS
-    assert len(rows) == 3 * 4 * 2 * 2 * 2
-    assert [r["instance"] for r in rows[:32]] == ["0"] * 32
+    assert len(rows) == 3 * 4 * 2 * 2 * 2 * 2
+    assert [r["instance"] for r in rows[:64]] == ["0"] * 64
     assert rows[0]["estimator"] == "gpa:0.01" and rows[0]["rebalance"] == "true"
     # every row equals colosim.run on the instance's rows (SPEC §6)
-    for r in rows[::7]:
+    for r in rows[::5]:
         idx = instance_rows(5, int(r["instance"]), 120, 40)
         want = colosim.run(x[idx], y[idx], r["estimator"], float(r["capacity"]), r["algorithm"],
                            float(r["clairvoyance"]), r["data"], r["rebalance"] == "true", float(r["headroom"]))
@@ -86,7 +87,7 @@ def test_changed_config_does_not_mix_results(workdir):
     assert res.exit_code == 2 and "--force" in res.output
     assert Path("a.csv").read_bytes() == before
     assert invoke("sweep", "sweep.toml", "--out", "a.csv", "--force").exit_code == 0
-    assert len(Path("a.csv").read_text().splitlines()) == 1 + 2 * 32
+    assert len(Path("a.csv").read_text().splitlines()) == 1 + 2 * 64
 
 
 BAD_CONFIGS = [

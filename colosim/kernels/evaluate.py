@@ -136,17 +136,96 @@ def column_tiles(x, first, stop):
 
 
 @pjit
-def tile_maxima(tiles):
-    """Each task's largest value in each tile, ``(n_tiles, n)``."""
+def task_maxima(tiles):
+    """Each task's largest value over all the laid-out columns, ``(n,)``."""
     n_tiles, n, w = tiles.shape
-    out = np.empty((n_tiles, n), dtype=tiles.dtype)
-    for tile in prange(n_tiles):
-        for i in range(n):
-            m = tiles[tile, i, 0]
-            for t in range(1, w):
+    out = np.empty(n, dtype=tiles.dtype)
+    for i in prange(n):
+        m = tiles[0, i, 0]
+        for tile in range(n_tiles):
+            for t in range(w):
                 m = max(m, tiles[tile, i, t])
-            out[tile, i] = m
+        out[i] = m
     return out
+
+
+@jit
+def _bound(maxima, a, b, members):
+    """The float64 sum of the bin's tasks' maxima, in the same order as the
+    float64 sums it bounds: rounding is monotone, so no column's sum exceeds
+    it, and none can violate a capacity it does not exceed."""
+    bound = 0.0
+    for s in range(a, b):
+        bound += np.float64(maxima[members[s]])
+    return bound
+
+
+@jit
+def _tally(acc, lo, w, c, above, below, block, members, a, b):
+    """Violations and their summed excess on columns ``[lo, w)`` of a tile:
+    sums at or above ``above`` violate; those in ``[below, above)`` are
+    decided by their float64 sum in ascending position."""
+    count = 0
+    excess = 0.0
+    for t in range(lo, w):
+        v = np.float64(acc[t])
+        if v >= above:
+            count += 1
+            excess += (v - c) / c
+        elif v >= below:
+            exact = 0.0
+            for s in range(a, b):
+                exact += np.float64(block[members[s], t])
+            if exact > c:
+                count += 1
+                excess += (exact - c) / c
+    return count, excess
+
+
+@jit
+def _count_pairs(acc, w, tile, block, members, a, b, pairs, p0, p1, pair_start, pair_cap, capacities,
+                 error_scale, counts, severity):
+    """Count the violations of the bin ``members[a:b]`` whose sums over the
+    tile are ``acc``, for each of its (capacity, start) pairs ``pairs[p0:p1]``.
+
+    ``acc`` may err by up to ``error_scale * c`` (its float32 rounding); every
+    sum within that band — and at least 1e-5 × c — of the capacity is
+    recomputed in float64 in ascending position, so the counts are exactly
+    those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums.
+    """
+    for k in range(p0, p1):
+        q = pairs[k]
+        lo = max(0, pair_start[q] - tile * TILE)
+        if lo >= w:
+            continue
+        c = capacities[pair_cap[q]]
+        if error_scale > 0:
+            # float32 sums: thresholds in float32 (own names, so that numba
+            # keeps them float32) and the counting vectorizes; rounding them
+            # to float32 moves them by far less than the band
+            tol = max(1e-5 * c, error_scale * c)
+            above32 = np.float32(c + tol)
+            below32 = np.float32(c - tol)
+            sure = 0
+            unsure = 0
+            for t in range(lo, w):
+                v32 = acc[t]
+                sure += v32 >= above32
+                unsure += (v32 >= below32) & (v32 < above32)
+            if sure == 0 and unsure == 0:
+                continue
+            count, excess = _tally(acc, lo, w, c, np.float64(above32), np.float64(below32), block, members, a, b)
+        else:
+            # exact sums: a violation is S > c (S == c is not one)
+            sure = 0
+            for t in range(lo, w):
+                sure += acc[t] > c
+            if sure == 0:
+                continue
+            count, excess = _tally(acc, lo, w, c, np.nextafter(c, np.inf), np.nextafter(c, np.inf),
+                                   block, members, a, b)
+        counts[q] += count
+        severity[q] += excess
 
 
 @pjit
@@ -155,18 +234,18 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     """For each (bin, capacity, start) triple: the number of columns t in
     ``[start, width)`` (of the columns laid out in ``tiles``) with
     ``sum_{i in bin} x[i, t] > capacity``, and the sum of ``(S - c) / c``
-    over them. A bin's sums are computed once for all its triples, and only
-    on tiles that some triple needs, and not at all on a tile where the sum
-    of its tasks' maxima over the tile (``maxima``) cannot exceed the
-    smallest capacity it is judged against — packings by conservative
-    estimators rarely need any sums.
+    over them.
+
+    A bin's sums are computed once for all its triples, only on tiles that
+    some triple needs, and not at all when the sum of its tasks' maxima
+    (``maxima``) cannot exceed the smallest capacity it is judged against:
+    conservative packings (max, high percentiles) rarely need any sums.
 
     Sums are accumulated in the data's precision. With float32 data
-    (``roundoff`` = 2^-24) every sum that lies within the bound of its
-    rounding error of the capacity — at least 1e-5 × c — is recomputed in
-    float64 in ascending instance position, so the counts are exactly those
-    of float64 sums (SPEC §5); ``roundoff`` = 0 means the data is float64
-    and sums are exact already.
+    (``roundoff`` = 2^-24) the counts are made exact by a float64 re-check
+    near the capacity (see ``_count_pairs``), whose band covers the rounding
+    of any summation order; ``roundoff`` = 0 means the data is float64 and
+    sums are exact already.
     """
     n_tiles = tiles.shape[0]
     n_unique = ustart.shape[0] - 1
@@ -179,28 +258,27 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
         needed_from[u] = min(needed_from[u], pair_start[q])
         lowest_cap[u] = min(lowest_cap[u], capacities[pair_cap[q]])
 
+    # a bin whose tasks' maxima add up to at most its smallest capacity never
+    # violates it: it is not summed at all (conservative packings)
+    may_violate = np.empty(n_unique, dtype=np.bool_)
+    for u in range(n_unique):
+        may_violate[u] = _bound(maxima, ustart[u], ustart[u + 1], members) > lowest_cap[u]
+
     chunk_counts = np.zeros((CHUNKS, n_pairs), dtype=np.int64)
     chunk_severity = np.zeros((CHUNKS, n_pairs))
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
+        counts_here = chunk_counts[chunk]
+        severity_here = chunk_severity[chunk]
         for tile in range(chunk * n_tiles // CHUNKS, (chunk + 1) * n_tiles // CHUNKS):
             block = tiles[tile]
             w = min(TILE, width - tile * TILE)
+            end = tile * TILE + w
             for u in range(n_unique):
-                if needed_from[u] >= tile * TILE + w:
+                if needed_from[u] >= end or not may_violate[u]:
                     continue
                 a, b = ustart[u], ustart[u + 1]
-                # the float64 sum of the tasks' maxima, in the same order as
-                # the float64 sums it bounds: rounding is monotone, so no
-                # column's sum exceeds it, and none can violate if it is <= c
-                bound = 0.0
-                for s in range(a, b):
-                    bound += np.float64(maxima[tile, members[s]])
-                if bound <= lowest_cap[u]:
-                    continue
-                # four rows at a time: a quarter of the accumulator traffic.
-                # The order of a float32 sum does not matter here: its error
-                # bound, which sets the float64 re-check band, holds for any order.
+                # four rows at a time: a quarter of the accumulator traffic
                 acc[:] = 0.0
                 s = a
                 while s + 4 <= b:
@@ -216,42 +294,11 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
                     for t in range(TILE):
                         acc[t] += row[t]
                     s += 1
-                for k in range(pstart[u], pstart[u + 1]):
-                    q = pairs[k]
-                    lo = max(0, pair_start[q] - tile * TILE)
-                    if lo >= w:
-                        continue
-                    c = capacities[pair_cap[q]]
-                    # float32 recursive summation of b - a terms errs by at
-                    # most (b - a) * 2^-24 * S (twice that, to be safe)
-                    tol = max(1e-5 * c, 2.0 * (b - a + 1) * roundoff * c) if roundoff > 0 else 0.0
-                    above = c + tol
-                    below = c - tol
-                    # integer counts vectorize; the rest runs only where needed
-                    sure = 0
-                    unsure = 0
-                    for t in range(lo, w):
-                        v = np.float64(acc[t])
-                        sure += v > above
-                        unsure += (v >= below) & (v <= above)
-                    if sure == 0 and unsure == 0:
-                        continue
-                    count = 0
-                    excess = 0.0
-                    for t in range(lo, w):
-                        v = np.float64(acc[t])
-                        if v > above:
-                            count += 1
-                            excess += (v - c) / c
-                        elif v >= below:
-                            exact = 0.0
-                            for s in range(a, b):
-                                exact += np.float64(block[members[s], t])
-                            if exact > c:
-                                count += 1
-                                excess += (exact - c) / c
-                    chunk_counts[chunk, q] += count
-                    chunk_severity[chunk, q] += excess
+                # a float32 sum of m terms errs by at most m 2^-24 S in any
+                # order; twice that, to be safe
+                _count_pairs(acc, w, tile, block, members, a, b, pairs, pstart[u], pstart[u + 1],
+                             pair_start, pair_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                             counts_here, severity_here)
     counts = np.zeros(n_pairs, dtype=np.int64)
     severity = np.zeros(n_pairs)
     for chunk in range(CHUNKS):
@@ -286,7 +333,7 @@ def evaluate_packings(x, firsts, stop, assigns, n_bins, capacities):
     members, ustart, pair_bin, pair_cap, pair_first, bin_pair = deduplicate(
         A, nb, cap_index.astype(np.int64), len(caps), first_index.astype(np.int64), len(starts), keys)
     tiles = column_tiles(x, f0, stop)
-    counts, severity = pair_violations(tiles, tile_maxima(tiles), stop - f0, members, ustart,
+    counts, severity = pair_violations(tiles, task_maxima(tiles), stop - f0, members, ustart,
                                        pair_bin, pair_cap, starts[pair_first] - f0, caps,
                                        2.0**-24 if x.dtype == np.float32 else 0.0)
     out = []
