@@ -16,12 +16,15 @@ rerunning a finished sweep with the same config recomputes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import hashlib
 import io
 import json
 import shutil
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +261,33 @@ def default_output(config: SweepConfig) -> Path:
     return Path(config.output) if config.output else Path("results") / f"{config.path.stem}.csv"
 
 
+class _Stop:
+    requested = False
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """While a sweep runs, the first Ctrl-C only asks it to stop after the
+    instance in progress (whose checkpoint is then written); a second one
+    stops at once. A signal never lands inside a compiled kernel, where it
+    would surface as an error instead of an interruption."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, frame):
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.requested = True
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Interrupted(Exception):
     """A sweep stopped by Ctrl-C; its finished instances are checkpointed."""
 
@@ -335,17 +365,20 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
             done += 1
             if progress is not None:
                 progress(1)
+            if stop.requested:
+                raise KeyboardInterrupt
 
         try:
-            if backend == "local":
-                for k in todo:
-                    finish(k, compute_instance(config, store.path, k))
-            elif backend == "dask":
-                from .backends import run_dask
+            with _deferred_interrupt() as stop:
+                if backend == "local":
+                    for k in todo:
+                        finish(k, compute_instance(config, store.path, k))
+                elif backend == "dask":
+                    from .backends import run_dask
 
-                run_dask(config, store.path, todo, finish, scheduler, n_workers=workers)
-            else:
-                raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
+                    run_dask(config, store.path, todo, finish, scheduler, n_workers=workers)
+                else:
+                    raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
         except KeyboardInterrupt:
             raise Interrupted(done, total, parts) from None
         elapsed = time.perf_counter() - t0

@@ -146,3 +146,27 @@ def test_unreachable_scheduler_is_an_input_error(workdir, monkeypatch):
     res = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "x.csv", "--backend", "dask",
                                    "--scheduler", "tcp://127.0.0.1:9"])
     assert res.exit_code == 2 and "--scheduler tcp://127.0.0.1:9" in res.output
+
+
+def test_real_sigint_checkpoints_the_running_instance_and_exits_130(workdir):
+    # a real Ctrl-C reaches the process while a compiled kernel runs: the
+    # instance in progress is finished and checkpointed, then exit 130
+    (workdir / "big.toml").write_text(CONFIG.replace("count = 6", "count = 40"))
+    cfg = load_config(workdir / "big.toml")
+    sweep_module.sweep(cfg, workdir / "store.h5", workdir / "ref.csv")
+    cmd = [sys.executable, "-m", "colosim", "sweep", "big.toml", "--out", "i.csv", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(Path(sweep_module.__file__).resolve().parents[1])}
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    parts = workdir / "i.csv.parts"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not list(parts.glob("instance-*")):
+        time.sleep(0.02)
+    if proc.poll() is not None:
+        pytest.skip("the sweep finished before it could be interrupted")
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130, err
+    assert "run the same command again to resume" in err
+    done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0
+    assert (workdir / "i.csv").read_bytes() == (workdir / "ref.csv").read_bytes()
