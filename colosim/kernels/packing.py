@@ -96,6 +96,22 @@ def move_to_last(seg, size, last_members, last_size, task):
 
 
 @jit
+def drop_empty_bins(assign, size, last, last_size):
+    """Renumber ``assign`` in place without the bins left empty, keeping the
+    opening order; returns the old-to-new numbers and the bin count."""
+    n_bins = size.shape[0]
+    new_number = np.full(n_bins, -1, dtype=np.int64)
+    count = 0
+    for j in range(n_bins):
+        if (j == last and last_size > 0) or (j != last and size[j] > 0):
+            new_number[j] = count
+            count += 1
+    for i in range(assign.shape[0]):
+        assign[i] = new_number[assign[i]]
+    return new_number, count
+
+
+@jit
 def rebalance(assign, n_bins, a, b, z, cap):
     """Move tasks into the last-opened bin while any is movable (SPEC §4).
 
@@ -151,15 +167,7 @@ def rebalance(assign, n_bins, a, b, z, cap):
             break
         if not moved:
             break
-    # delete empty bins, keep opening order
-    new_number = np.empty(n_bins, dtype=np.int64)
-    count = 0
-    for j in range(n_bins):
-        if (j == last and last_size > 0) or (j != last and size[j] > 0):
-            new_number[j] = count
-            count += 1
-    for i in range(n):
-        assign[i] = new_number[assign[i]]
+    _, count = drop_empty_bins(assign, size, last, last_size)
     return assign, count, moves
 
 

@@ -35,7 +35,7 @@ from numba import prange
 
 from .._jit import jit, pjit
 from .evaluate import bin_members
-from .packing import move_to_last
+from .packing import drop_empty_bins, move_to_last
 
 GAUSS = 0
 EMP = 1
@@ -280,18 +280,11 @@ def rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps):
             break
         if not moved:
             break
-    new_number = np.empty(n_bins, dtype=np.int64)
-    count = 0
-    for j in range(n_bins):
-        if (j == last and last_size > 0) or (j != last and size[j] > 0):
-            new_number[j] = count
-            count += 1
+    new_number, count = drop_empty_bins(assign, size, last, last_size)
     new_types = np.empty(count, dtype=np.int64)
     for j in range(n_bins):
-        if (j == last and last_size > 0) or (j != last and size[j] > 0):
+        if new_number[j] >= 0:
             new_types[new_number[j]] = types[j]
-    for i in range(n):
-        assign[i] = new_number[assign[i]]
     return assign, count, moves, new_types
 
 
