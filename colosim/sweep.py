@@ -261,6 +261,50 @@ def default_output(config: SweepConfig) -> Path:
     return Path(config.output) if config.output else Path("results") / f"{config.path.stem}.csv"
 
 
+def _overlap_safe() -> bool:
+    """Whether two instances may run their parallel kernels at once: Numba's
+    OpenMP and TBB threading layers allow it, its fallback layer does not."""
+    import numba
+
+    from .kernels.stats import row_means
+
+    if numba.get_num_threads() < 2:
+        return False  # one thread was asked for: keep to one
+    row_means(np.zeros((2, 2), dtype=np.float32))  # starts the threading layer
+    try:
+        return numba.threading_layer() in ("omp", "tbb")
+    except ValueError:
+        return False
+
+
+def _run_local(config: SweepConfig, store_path, todo: list[int], finish) -> None:
+    """Instances in this process, in order. Where the threading layer allows
+    it, the next instance is computed while the current one's serial steps
+    (deduplication, result rows, checkpoint) run, so that the cores stay
+    busy; each instance's results do not depend on it."""
+    if len(todo) < 2 or not _overlap_safe():
+        for k in todo:
+            finish(k, compute_instance(config, store_path, k))
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        queue = deque((k, pool.submit(compute_instance, config, store_path, k)) for k in todo[:2])
+        rest = iter(todo[2:])
+        try:
+            while queue:
+                k, future = queue.popleft()
+                rows = future.result()
+                nxt = next(rest, None)
+                if nxt is not None:
+                    queue.append((nxt, pool.submit(compute_instance, config, store_path, nxt)))
+                finish(k, rows)
+        finally:
+            for _, future in queue:
+                future.cancel()
+
+
 class _Stop:
     requested = False
 
@@ -371,8 +415,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
         try:
             with _deferred_interrupt() as stop:
                 if backend == "local":
-                    for k in todo:
-                        finish(k, compute_instance(config, store.path, k))
+                    _run_local(config, store.path, todo, finish)
                 elif backend == "dask":
                     from .backends import run_dask
 
