@@ -257,6 +257,19 @@ def _first_line(exc) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _in_batches(db: _Database, shards: list[Path], kind: str, progress: ProgressFn | None):
+    """The shards in batches of ``db.batch_size()``; each batch's shards are
+    reported to ``progress`` once the caller has processed it."""
+    total = sum(p.stat().st_size for p in shards)
+    step = db.batch_size()
+    for first in range(0, len(shards), step):
+        batch = shards[first : first + step]
+        yield batch
+        if progress is not None:
+            for i, path in enumerate(batch, start=first):
+                progress(kind, path, i, len(shards), path.stat().st_size, total)
+
+
 def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, progress: ProgressFn | None):
     """Fill table ``failing`` (job, idx) from task_events; return counts."""
     con = db.con
@@ -267,18 +280,12 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
         "(c1 IS NULL OR c3 IS NULL OR c4 IS NULL OR c6 IS NULL) AS invalid"
     )
     bad = 0
-    total = sum(p.stat().st_size for p in shards)
-    step = db.batch_size()
-    for first in range(0, len(shards), step):
-        batch = shards[first : first + step]
+    for batch in _in_batches(db, shards, "task_events", progress):
         bad += db.read_shards(batch, EVENTS_COLUMNS, select, "events_shard", on_bad_lines, _events_line_problem)
         con.execute(
             "INSERT INTO event_tasks SELECT job, idx, bool_or(event_type IN (2, 3, 5, 6)) "
             "FROM events_shard GROUP BY job, idx"
         )
-        if progress is not None:
-            for i, path in enumerate(batch, start=first):
-                progress("task_events", path, i, len(shards), path.stat().st_size, total)
     con.execute("DROP TABLE IF EXISTS events_shard")
     con.execute(
         "CREATE TABLE failing AS SELECT job, idx FROM event_tasks GROUP BY job, idx HAVING bool_or(failing)"
@@ -310,10 +317,7 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
     )
     bad = 0
     above = np.zeros(2, dtype=np.int64)
-    total = sum(p.stat().st_size for p in shards)
-    step = db.batch_size()
-    for first in range(0, len(shards), step):
-        batch = shards[first : first + step]
+    for batch in _in_batches(db, shards, "task_usage", progress):
         bad += db.read_shards(batch, USAGE_COLUMNS, select, "usage_shard", on_bad_lines, _usage_line_problem)
         con.execute(
             "INSERT INTO task_counts SELECT job, idx, count(*), "
@@ -331,9 +335,6 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
             "INSERT INTO records SELECT job, idx, start_time, end_time, machine, "
             "CAST(inst AS FLOAT), CAST(CASE WHEN avg > 1 THEN inst ELSE avg END AS FLOAT) FROM usage_kept"
         )
-        if progress is not None:
-            for i, path in enumerate(batch, start=first):
-                progress("task_usage", path, i, len(shards), path.stat().st_size, total)
     con.execute("DROP TABLE IF EXISTS usage_shard; DROP TABLE IF EXISTS usage_kept")
     return dict(usage_bad_lines=int(bad), avg_above_1_replaced=int(above[0]), inst_above_1=int(above[1]))
 
