@@ -161,37 +161,62 @@ def _bound(maxima, a, b, members):
 
 
 @jit
-def _tally(acc, lo, w, c, above, below, block, members, a, b):
-    """Violations and their summed excess on columns ``[lo, w)`` of a tile:
-    sums at or above ``above`` violate; those in ``[below, above)`` are
-    decided by their float64 sum in ascending position."""
-    count = 0
+def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
+    """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
+    sums are ``acc``, and their summed excess ``S - c``: sums at or above
+    ``above`` violate; those in ``[below, above)`` are decided by their
+    float64 sum in ascending position. ``above``/``below`` have the sums'
+    type; ``part`` is (TILE,) float64 scratch.
+
+    The first pass covers the whole tile with masks, so that it vectorizes,
+    and the excesses are added by pairwise halving (a fixed order whose
+    steps vectorize too).
+    """
+    near = np.int32(0)
+    sure = np.int32(0)
+    for t in range(TILE):
+        inside = (t >= lo) & (t < w)
+        v = acc[t]
+        near += np.int32(inside & (v >= below))
+        keep = inside & (v >= above)
+        sure += np.int32(keep)
+        part[t] = (np.float64(v) - c) if keep else 0.0
+    if near == 0:
+        return 0, 0.0
+    count = np.int64(sure)
     excess = 0.0
-    for t in range(lo, w):
-        v = np.float64(acc[t])
-        if v >= above:
-            count += 1
-            excess += (v - c) / c
-        elif v >= below:
-            exact = 0.0
-            for s in range(a, b):
-                exact += np.float64(block[members[s], t])
-            if exact > c:
-                count += 1
-                excess += (exact - c) / c
+    if sure > 0:
+        h = TILE
+        while h > 1:
+            h //= 2
+            for t in range(h):
+                part[t] += part[t + h]
+        excess = part[0]
+    if near > sure:
+        for t in range(lo, w):
+            v = acc[t]
+            if (v >= below) & (v < above):
+                exact = 0.0
+                for s in range(a, b):
+                    exact += np.float64(block[members[s], t])
+                if exact > c:
+                    count += 1
+                    excess += exact - c
     return count, excess
 
 
 @jit
-def _count_pairs(acc, w, tile, block, members, a, b, pairs, p0, p1, pair_start, pair_cap, capacities,
+def _count_pairs(acc, part, w, tile, block, members, a, b, pairs, p0, p1, pair_start, pair_cap, capacities,
                  error_scale, counts, severity):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
-    tile are ``acc``, for each of its (capacity, start) pairs ``pairs[p0:p1]``.
+    tile are ``acc``, for each of its (capacity, start) pairs ``pairs[p0:p1]``,
+    and add their summed ``(S - c) / c`` to ``severity``.
 
     ``acc`` may err by up to ``error_scale * c`` (its float32 rounding); every
     sum within that band — and at least 1e-5 × c — of the capacity is
     recomputed in float64 in ascending position, so the counts are exactly
-    those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums.
+    those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums, and
+    a violation is S > c (S == c is not one).
     """
     for k in range(p0, p1):
         q = pairs[k]
@@ -200,32 +225,17 @@ def _count_pairs(acc, w, tile, block, members, a, b, pairs, p0, p1, pair_start, 
             continue
         c = capacities[pair_cap[q]]
         if error_scale > 0:
-            # float32 sums: thresholds in float32 (own names, so that numba
-            # keeps them float32) and the counting vectorizes; rounding them
-            # to float32 moves them by far less than the band
+            # float32 thresholds, so that the first pass compares float32
+            # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
-            above32 = np.float32(c + tol)
-            below32 = np.float32(c - tol)
-            sure = 0
-            unsure = 0
-            for t in range(lo, w):
-                v32 = acc[t]
-                sure += v32 >= above32
-                unsure += (v32 >= below32) & (v32 < above32)
-            if sure == 0 and unsure == 0:
-                continue
-            count, excess = _tally(acc, lo, w, c, np.float64(above32), np.float64(below32), block, members, a, b)
-        else:
-            # exact sums: a violation is S > c (S == c is not one)
-            sure = 0
-            for t in range(lo, w):
-                sure += acc[t] > c
-            if sure == 0:
-                continue
-            count, excess = _tally(acc, lo, w, c, np.nextafter(c, np.inf), np.nextafter(c, np.inf),
+            count, excess = _tally(acc, part, lo, w, c, np.float32(c + tol), np.float32(c - tol),
                                    block, members, a, b)
-        counts[q] += count
-        severity[q] += excess
+        else:
+            above = np.nextafter(c, np.inf)
+            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b)
+        if count:
+            counts[q] += count
+            severity[q] += excess / c
 
 
 @pjit
@@ -268,6 +278,7 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     chunk_severity = np.zeros((CHUNKS, n_pairs))
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
+        part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
         for tile in range(chunk * n_tiles // CHUNKS, (chunk + 1) * n_tiles // CHUNKS):
@@ -296,7 +307,7 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
                     s += 1
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
-                _count_pairs(acc, w, tile, block, members, a, b, pairs, pstart[u], pstart[u + 1],
+                _count_pairs(acc, part, w, tile, block, members, a, b, pairs, pstart[u], pstart[u + 1],
                              pair_start, pair_cap, capacities, 2.0 * (b - a + 1) * roundoff,
                              counts_here, severity_here)
     counts = np.zeros(n_pairs, dtype=np.int64)
