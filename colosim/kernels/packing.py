@@ -144,15 +144,29 @@ def rebalance(assign, n_bins, a, b, z, cap):
         loads[j] = _load(members[start[j] :], size[j], a, b, z, -1, -1)
 
     moves = 0
+    eps = np.finfo(np.float64).eps
     while True:
         # donors in decreasing load, ties by lowest number (stable sort of -L)
         order = np.argsort(-loads, kind="mergesort")
+        # last's sums, to reject a task that cannot fit without the exact,
+        # ordered L(last + i): (sa + a_i) + z sqrt(sb + b_i) differs from it
+        # by rounding only, at most (2k + 4) eps of its magnitude for k
+        # summed terms; the margin doubles that
+        sa = 0.0
+        sb = 0.0
+        for s in range(last_size):
+            sa += a[last_members[s]]
+            sb += b[last_members[s]]
+        rel = (4.0 * (last_size + 1) + 8.0) * eps
         moved = False
         for d in order:
             seg = members[start[d] :]
             best = -1
             for s in range(size[d]):
                 i = seg[s]
+                root = math.sqrt(sb + b[i])
+                if (sa + a[i]) + z * root - cap > rel * ((sa + a[i]) + abs(z) * root):
+                    continue  # L(last + i) > cap for certain
                 with_i = _load(last_members, last_size, a, b, z, -1, i)
                 if with_i <= cap and with_i <= _load(seg, size[d], a, b, z, i, -1):
                     if best < 0 or standalone[i] > standalone[best]:
