@@ -16,7 +16,7 @@ from .errors import InputError
 from .estimators import Estimator, compute_statistics, parse_estimator
 from .fleet import Fleet, parse_fleet
 from .kernels.evaluate import evaluate_packings
-from .kernels.packing import BEST_FIT, FIRST_FIT, pack_many
+from .kernels.packing import BEST_FIT, FIRST_FIT, pack_many, shared_online
 from .kernels.stats import row_means
 
 ALGORITHMS = {"first-fit": FIRST_FIT, "best-fit": BEST_FIT}
@@ -155,10 +155,10 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     index = {key: e for e, key in enumerate(item_keys)}
     item_of = np.array([index[p.data, p.clairvoyance, p.estimator] for p in points], dtype=np.int64)
     caps = np.array([p.headroom * p.capacity for p in points])
+    algorithms = np.array([ALGORITHMS[p.algorithm] for p in points], dtype=np.int64)
     assigns, n_bins, moves = pack_many(
-        a_all, b_all, z_all, item_of, caps,
-        np.array([ALGORITHMS[p.algorithm] for p in points], dtype=np.int64),
-        np.array([p.rebalance for p in points], dtype=np.bool_),
+        a_all, b_all, z_all, item_of, caps, algorithms,
+        np.array([p.rebalance for p in points], dtype=np.bool_), shared_online(item_of, caps, algorithms),
     )
     standalone = a_all + z_all[:, None] * np.sqrt(b_all)
     packings = [
