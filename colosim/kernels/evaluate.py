@@ -18,8 +18,7 @@ severity sums are the same bits whatever the thread count.
 """
 
 import numpy as np
-from numba import prange, types
-from numba.typed import Dict
+from numba import prange
 
 from .._jit import jit, pjit
 
@@ -47,9 +46,23 @@ def bin_members(assign, n_bins):
 
 
 @jit
+def _table_size(n):
+    """A power of two at least twice ``n``: open-addressing tables stay at
+    most half full."""
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@jit
 def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys):
     """Distinct bins over packings ``p`` (rows of ``assigns``) and the
     distinct (bin, capacity, first evaluation column) triples to count.
+
+    A bin's hash is the sum of its tasks' random ``keys``; bins and triples
+    are looked up in open-addressing tables (linear probing), and bins with
+    equal hashes are compared member by member.
 
     Returns ``members, ustart`` (CSR of distinct bins), ``pair_bin``,
     ``pair_cap``, ``pair_first`` (one entry per distinct triple) and
@@ -57,18 +70,23 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
     """
     P, n = assigns.shape
     max_m = 0
+    total = 0
     for p in range(P):
         max_m = max(max_m, n_bins[p])
+        total += n_bins[p]
     bin_pair = np.full((P, max_m), -1, dtype=np.int64)
     members = np.empty(P * n, dtype=np.int64)
-    ustart = np.zeros(P * n + 1, dtype=np.int64)
+    ustart = np.zeros(total + 1, dtype=np.int64)
+    uhash = np.empty(total, dtype=np.uint64)
+    size = _table_size(total)
+    mask = np.uint64(size - 1)
+    bins_at = np.full(size, -1, dtype=np.int64)  # slot -> distinct bin
+    pairs_at = np.full(size, -1, dtype=np.int64)  # slot -> triple
+    pair_key = np.empty(total, dtype=np.int64)
+    pair_bin = np.empty(total, dtype=np.int64)
+    pair_cap = np.empty(total, dtype=np.int64)
+    pair_first = np.empty(total, dtype=np.int64)
     n_unique = 0
-    first_with_hash = Dict.empty(types.int64, types.int64)
-    next_same = np.full(P * n, -1, dtype=np.int64)
-    pair_of = Dict.empty(types.int64, types.int64)
-    pair_bin = np.empty(P * max_m, dtype=np.int64)
-    pair_cap = np.empty(P * max_m, dtype=np.int64)
-    pair_first = np.empty(P * max_m, dtype=np.int64)
     n_pairs = 0
     for p in range(P):
         mem, start = bin_members(assigns[p], n_bins[p])
@@ -77,12 +95,12 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
             h = np.uint64(b - a)
             for s in range(a, b):
                 h += keys[mem[s]]
-            hk = np.int64(h)
+            slot = (h ^ (h >> np.uint64(29))) & mask
             uid = -1
-            cand = first_with_hash[hk] if hk in first_with_hash else -1
-            while cand >= 0:
+            while bins_at[slot] >= 0:
+                cand = bins_at[slot]
                 ua, ub = ustart[cand], ustart[cand + 1]
-                if ub - ua == b - a:
+                if uhash[cand] == h and ub - ua == b - a:
                     same = True
                     for s in range(b - a):
                         if members[ua + s] != mem[a + s]:
@@ -91,22 +109,29 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
                     if same:
                         uid = cand
                         break
-                cand = next_same[cand]
+                slot = (slot + np.uint64(1)) & mask
             if uid < 0:
                 uid = n_unique
                 base = ustart[uid]
                 for s in range(b - a):
                     members[base + s] = mem[a + s]
                 ustart[uid + 1] = base + (b - a)
-                if hk in first_with_hash:
-                    next_same[uid] = first_with_hash[hk]
-                first_with_hash[hk] = uid
+                uhash[uid] = h
+                bins_at[slot] = uid
                 n_unique += 1
             key = (uid * n_caps + cap_index[p]) * n_firsts + first_index[p]
-            pid = pair_of[key] if key in pair_of else -1
+            hk = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+            slot = (hk >> np.uint64(32)) & mask
+            pid = -1
+            while pairs_at[slot] >= 0:
+                if pair_key[pairs_at[slot]] == key:
+                    pid = pairs_at[slot]
+                    break
+                slot = (slot + np.uint64(1)) & mask
             if pid < 0:
                 pid = n_pairs
-                pair_of[key] = pid
+                pairs_at[slot] = pid
+                pair_key[pid] = key
                 pair_bin[pid] = uid
                 pair_cap[pid] = cap_index[p]
                 pair_first[pid] = first_index[p]
