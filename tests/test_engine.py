@@ -269,3 +269,40 @@ def test_float32_sums_at_the_capacity_are_decided_in_float64(rng, R, offset, cap
     want, _ = naive.violations(x, assign, cap)
     np.testing.assert_array_equal(counts, want)
 
+
+
+@given(rng=usage, n=st.integers(2, 40), R=st.integers(1, 300), depth=st.integers(1, 6))
+def test_bins_one_task_apart_are_counted_as_from_scratch(rng, n, R, depth):
+    # nested packings: packing d moves one more task of bin 0 to a bin of its
+    # own, so bin 0 of packing d + 1 is bin 0 of packing d minus one task;
+    # the evaluation then sums one from the other (subset_forest)
+    from colosim.kernels.evaluate import evaluate_packings, subset_forest
+
+    x = random_usage(rng, n, R).astype(np.float32)
+    order = rng.permutation(n)
+    assigns = []
+    for d in range(min(depth, n - 1) + 1):
+        a = np.zeros(n, dtype=np.int64)
+        a[order[:d]] = 1
+        assigns.append(a)
+    caps = [float(rng.choice([0.3, 1.0, 2.0])) for _ in assigns]
+    firsts = [int(f) for f in rng.integers(0, R, size=len(assigns))]
+    got = evaluate_packings(x, firsts, R, assigns, [int(a.max()) + 1 for a in assigns], caps)
+    for a, c, first, (counts, sev, nviol) in zip(assigns, caps, firsts, got):
+        want, excess = naive.violations(x[:, first:], a, c)
+        np.testing.assert_array_equal(counts, want)
+        assert sev == pytest.approx(sum(excess), rel=1e-4, abs=1e-6 * max(1, len(excess)))
+
+    # the forest itself: a parent holds its child's tasks but one, before it
+    members = np.concatenate([np.flatnonzero(a == j) for a in assigns for j in range(a.max() + 1)])
+    sizes = [np.count_nonzero(a == j) for a in assigns for j in range(a.max() + 1)]
+    ustart = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    parent, extra, pre, level, skip = subset_forest(members.astype(np.int64), ustart)
+    position = np.argsort(pre)
+    for u in range(len(sizes)):
+        if parent[u] >= 0:
+            mine = set(members[ustart[u]:ustart[u + 1]].tolist())
+            theirs = set(members[ustart[parent[u]]:ustart[parent[u] + 1]].tolist())
+            assert theirs == mine - {int(extra[u])} and len(theirs) == len(mine) - 1
+            assert position[parent[u]] < position[u] and level[u] == level[parent[u]] + 1
+    assert sorted(pre.tolist()) == list(range(len(sizes)))
