@@ -141,101 +141,6 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
             pair_cap[:n_pairs], pair_first[:n_pairs], bin_pair)
 
 
-@jit
-def _task_key(i):
-    """A 64-bit hash of a task position (splitmix64's finalizer)."""
-    h = np.uint64(i) + np.uint64(0x9E3779B97F4A7C15)
-    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
-@jit
-def subset_forest(members, ustart):
-    """Distinct bins that are another distinct bin plus one task.
-
-    Bin u's ``parent[u]`` is a distinct bin holding all of u's tasks but
-    ``extra[u]`` (-1: none, u is summed from scratch); of several such bins,
-    the one without u's lowest-positioned task possible. Returns ``parent``,
-    ``extra``, ``order`` (a preorder of the forest: every parent before its
-    children, roots and siblings ascending), ``depth`` (0 for roots) and
-    ``skip`` (``order`` position after u's subtree, by ``order`` position).
-    Rebalancing, for one, leaves donor bins that are their online bins
-    without one task.
-    """
-    n_unique = ustart.shape[0] - 1
-    h = np.empty(n_unique, dtype=np.uint64)
-    size = _table_size(n_unique)
-    mask = np.uint64(size - 1)
-    table = np.full(size, -1, dtype=np.int64)
-    for u in range(n_unique):
-        x = np.uint64(0)
-        for s in range(ustart[u], ustart[u + 1]):
-            x += _task_key(members[s])
-        h[u] = x
-        slot = x & mask
-        while table[slot] >= 0:
-            slot = (slot + np.uint64(1)) & mask
-        table[slot] = u
-    parent = np.full(n_unique, -1, dtype=np.int64)
-    extra = np.full(n_unique, -1, dtype=np.int64)
-    for u in range(n_unique):
-        a, b = ustart[u], ustart[u + 1]
-        if b - a < 2:
-            continue
-        for s in range(a, b):
-            want = h[u] - _task_key(members[s])
-            slot = want & mask
-            while table[slot] >= 0 and parent[u] < 0:
-                v = table[slot]
-                if h[v] == want and ustart[v + 1] - ustart[v] == b - a - 1:
-                    same = True
-                    r = ustart[v]
-                    for s2 in range(a, b):
-                        if s2 != s:
-                            if members[r] != members[s2]:
-                                same = False
-                                break
-                            r += 1
-                    if same:
-                        parent[u] = v
-                        extra[u] = members[s]
-                slot = (slot + np.uint64(1)) & mask
-            if parent[u] >= 0:
-                break
-    # preorder: children grouped by parent (CSR), a stack of pending bins
-    children, cstart = bin_members(np.where(parent >= 0, parent, n_unique), n_unique + 1)
-    order = np.empty(n_unique, dtype=np.int64)
-    depth = np.zeros(n_unique, dtype=np.int64)
-    skip = np.empty(n_unique, dtype=np.int64)
-    position = np.empty(n_unique, dtype=np.int64)
-    stack = np.empty(n_unique, dtype=np.int64)
-    n_done = 0
-    for root in children[cstart[n_unique]:cstart[n_unique + 1]]:
-        top = 0
-        stack[0] = root
-        top = 1
-        while top > 0:
-            top -= 1
-            u = stack[top]
-            position[u] = n_done
-            order[n_done] = u
-            n_done += 1
-            if parent[u] >= 0:
-                depth[u] = depth[parent[u]] + 1
-            for c in range(cstart[u + 1] - 1, cstart[u] - 1, -1):  # lowest child on top
-                stack[top] = children[c]
-                top += 1
-    # a subtree ends where the next bin at the same or a lower depth starts
-    for k in range(n_unique - 1, -1, -1):
-        u = order[k]
-        end = k + 1
-        while end < n_unique and depth[order[end]] > depth[u]:
-            end = skip[end]
-        skip[k] = end
-    return parent, extra, order, depth, skip
-
-
 def column_tiles(x, first, stop):
     """Columns ``[first, stop)`` of x re-laid as contiguous tiles
     ``(n_tiles, n, TILE)``, the last one padded with zeros.
@@ -326,11 +231,11 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
 
 
 @jit
-def _count_pairs(acc, part, w, tile, block, members, a, b, p0, p1, pair_start, pair_cap, capacities,
+def _count_pairs(acc, part, w, tile, block, members, a, b, pairs, p0, p1, pair_start, pair_cap, capacities,
                  error_scale, counts, severity):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
-    tile are ``acc``, for each of its (capacity, start) pairs ``p0:p1``, and
-    add their summed ``(S - c) / c`` to ``severity``.
+    tile are ``acc``, for each of its (capacity, start) pairs ``pairs[p0:p1]``,
+    and add their summed ``(S - c) / c`` to ``severity``.
 
     ``acc`` may err by up to ``error_scale * c`` (its float32 rounding); every
     sum within that band — and at least 1e-5 × c — of the capacity is
@@ -338,7 +243,8 @@ def _count_pairs(acc, part, w, tile, block, members, a, b, p0, p1, pair_start, p
     those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums, and
     a violation is S > c (S == c is not one).
     """
-    for q in range(p0, p1):
+    for k in range(p0, p1):
+        q = pairs[k]
         lo = max(0, pair_start[q] - tile * TILE)
         if lo >= w:
             continue
@@ -355,29 +261,6 @@ def _count_pairs(acc, part, w, tile, block, members, a, b, p0, p1, pair_start, p
         if count:
             counts[q] += count
             severity[q] += excess / c
-
-
-@jit
-def _renumber(order, members, ustart, pair_bin, parent, extra, depth):
-    """Distinct bins renumbered so that bin ``order[k]`` becomes bin k."""
-    n_unique = order.shape[0]
-    position = np.empty(n_unique, dtype=np.int64)
-    new_members = np.empty_like(members)
-    new_start = np.zeros(n_unique + 1, dtype=np.int64)
-    new_parent = np.empty(n_unique, dtype=np.int64)
-    for k in range(n_unique):
-        position[order[k]] = k
-    for k in range(n_unique):
-        u = order[k]
-        a, b = ustart[u], ustart[u + 1]
-        base = new_start[k]
-        new_members[base : base + (b - a)] = members[a:b]
-        new_start[k + 1] = base + (b - a)
-        new_parent[k] = position[parent[u]] if parent[u] >= 0 else -1
-    new_pair_bin = np.empty_like(pair_bin)
-    for q in range(pair_bin.shape[0]):
-        new_pair_bin[q] = position[pair_bin[q]]
-    return new_members, new_start, new_pair_bin, new_parent, extra[order], depth[order]
 
 
 @pjit
@@ -402,20 +285,6 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     n_tiles = tiles.shape[0]
     n_unique = ustart.shape[0] - 1
     n_pairs = pair_bin.shape[0]
-    # a bin that is another bin plus one task is that bin's sums plus one
-    # row: any summation order keeps within the re-check band (float32 data
-    # only; float64 sums keep one order per bin, whatever else is evaluated).
-    # Bins are renumbered in the forest's preorder, so that the tile loop
-    # reads their lists in sequence.
-    if roundoff > 0:
-        parent, extra, order, depth, skip = subset_forest(members, ustart)
-        members, ustart, pair_bin, parent, extra, depth = _renumber(
-            order, members, ustart, pair_bin, parent, extra, depth)
-    else:
-        parent = np.full(n_unique, -1, dtype=np.int64)
-        extra = parent
-        depth = np.zeros(n_unique, dtype=np.int64)
-        skip = np.arange(1, n_unique + 1)
     pairs, pstart = bin_members(pair_bin, n_unique)  # the pairs of each distinct bin (CSR)
     needed_from = np.full(n_unique, width, dtype=np.int64)
     lowest_cap = np.full(n_unique, np.inf)
@@ -430,25 +299,10 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     for u in range(n_unique):
         may_violate[u] = _bound(maxima, ustart[u], ustart[u + 1], members) > lowest_cap[u]
 
-    # sums are needed on a tile for the bin itself or for a descendant
-    tree_from = needed_from.copy()
-    tree_may = may_violate.copy()
-    for u in range(n_unique - 1, -1, -1):  # children after their parents
-        v = parent[u]
-        if v >= 0 and tree_may[u]:
-            tree_may[v] = True
-            tree_from[v] = min(tree_from[v], tree_from[u])
-    max_depth = 0
-    for u in range(n_unique):
-        max_depth = max(max_depth, depth[u])
-
-    # the triples' starts and capacities in bin order, counted in that order
-    start_k = pair_start[pairs]
-    cap_k = pair_cap[pairs]
     chunk_counts = np.zeros((CHUNKS, n_pairs), dtype=np.int64)
     chunk_severity = np.zeros((CHUNKS, n_pairs))
     for chunk in prange(CHUNKS):
-        sums = np.empty((max_depth + 1, TILE), dtype=tiles.dtype)  # one row per forest depth
+        acc = np.empty(TILE, dtype=tiles.dtype)
         part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
@@ -456,48 +310,37 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
             block = tiles[tile]
             w = min(TILE, width - tile * TILE)
             end = tile * TILE + w
-            u = 0
-            while u < n_unique:
-                if tree_from[u] >= end or not tree_may[u]:
-                    u = skip[u]  # nor any descendant
+            for u in range(n_unique):
+                if needed_from[u] >= end or not may_violate[u]:
                     continue
                 a, b = ustart[u], ustart[u + 1]
-                acc = sums[depth[u]]
-                if parent[u] >= 0:  # the parent's sums, one level up, plus a row
-                    above = sums[depth[u] - 1]
-                    row = block[extra[u]]
+                # four rows at a time: a quarter of the accumulator traffic
+                acc[:] = 0.0
+                s = a
+                while s + 4 <= b:
+                    r0 = block[members[s]]
+                    r1 = block[members[s + 1]]
+                    r2 = block[members[s + 2]]
+                    r3 = block[members[s + 3]]
                     for t in range(TILE):
-                        acc[t] = above[t] + row[t]
-                else:
-                    # four rows at a time: a quarter of the accumulator traffic
-                    acc[:] = 0.0
-                    s = a
-                    while s + 4 <= b:
-                        r0 = block[members[s]]
-                        r1 = block[members[s + 1]]
-                        r2 = block[members[s + 2]]
-                        r3 = block[members[s + 3]]
-                        for t in range(TILE):
-                            acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
-                        s += 4
-                    while s < b:
-                        row = block[members[s]]
-                        for t in range(TILE):
-                            acc[t] += row[t]
-                        s += 1
-                if needed_from[u] < end and may_violate[u]:  # else summed for its descendants only
-                    # a float32 sum of m terms errs by at most m 2^-24 S in
-                    # any order; twice that, to be safe
-                    _count_pairs(acc, part, w, tile, block, members, a, b, pstart[u], pstart[u + 1],
-                                 start_k, cap_k, capacities, 2.0 * (b - a + 1) * roundoff,
-                                 counts_here, severity_here)
-                u += 1
+                        acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
+                    s += 4
+                while s < b:
+                    row = block[members[s]]
+                    for t in range(TILE):
+                        acc[t] += row[t]
+                    s += 1
+                # a float32 sum of m terms errs by at most m 2^-24 S in any
+                # order; twice that, to be safe
+                _count_pairs(acc, part, w, tile, block, members, a, b, pairs, pstart[u], pstart[u + 1],
+                             pair_start, pair_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                             counts_here, severity_here)
     counts = np.zeros(n_pairs, dtype=np.int64)
     severity = np.zeros(n_pairs)
     for chunk in range(CHUNKS):
-        for k in range(n_pairs):
-            counts[pairs[k]] += chunk_counts[chunk, k]
-            severity[pairs[k]] += chunk_severity[chunk, k]
+        for q in range(n_pairs):
+            counts[q] += chunk_counts[chunk, q]
+            severity[q] += chunk_severity[chunk, q]
     return counts, severity
 
 
