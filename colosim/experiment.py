@@ -158,7 +158,7 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     algorithms = np.array([ALGORITHMS[p.algorithm] for p in points], dtype=np.int64)
     assigns, n_bins, moves = pack_many(
         a_all, b_all, z_all, item_of, caps, algorithms,
-        np.array([p.rebalance for p in points], dtype=np.bool_), shared_online(item_of, caps, algorithms),
+        np.array([p.rebalance for p in points], dtype=np.bool_), *shared_online(item_of, caps, algorithms),
     )
     standalone = a_all + z_all[:, None] * np.sqrt(b_all)
     packings = [

@@ -196,34 +196,31 @@ def pack_items(a, b, z, cap, algorithm, do_rebalance):
 
 
 def shared_online(item_of, caps, algorithms):
-    """For each point, the first point with the same items, capacity and
-    algorithm: points that differ only in rebalancing share one online
-    packing."""
+    """Points that differ only in rebalancing share one online packing:
+    ``sources`` (the first point of each distinct (items, capacity,
+    algorithm)) and ``online_of`` (each point's index into ``sources``)."""
     keys = np.stack([np.asarray(item_of, dtype=np.int64),
                      np.asarray(caps, dtype=np.float64).view(np.int64),
                      np.asarray(algorithms, dtype=np.int64)], axis=1)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return first[inverse.ravel()].astype(np.int64)
+    _, sources, online_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return sources.astype(np.int64), online_of.ravel().astype(np.int64)
 
 
 @pjit
-def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances, online_of):
+def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances, sources, online_of):
     """Pack every grid point of one instance in one call.
 
     Point p packs items ``item_of[p]`` (a row of ``a_all``/``b_all``, with
     ``z_all[item_of[p]]``) at capacity ``caps[p]`` with ``algorithms[p]``,
     rebalanced when ``rebalances[p]``; its online packing is that of point
-    ``online_of[p]`` (see :func:`shared_online`), computed once. Points are
-    independent, so the ``prange`` loops give the same packings whatever the
-    thread count.
+    ``sources[online_of[p]]`` (see :func:`shared_online`), computed once.
+    Points are independent, so the ``prange`` loops give the same packings
+    whatever the thread count.
 
     Returns ``assigns`` (P, n), ``n_bins`` (P,) and ``moves`` (P,).
     """
     P = item_of.shape[0]
     n = a_all.shape[1]
-    sources = np.flatnonzero(online_of == np.arange(P))
-    slot = np.full(P, -1, dtype=np.int64)
-    slot[sources] = np.arange(sources.shape[0])
     online = np.empty((sources.shape[0], n), dtype=np.int64)
     online_bins = np.empty(sources.shape[0], dtype=np.int64)
     for k in prange(sources.shape[0]):
@@ -234,7 +231,7 @@ def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances, online
     n_bins = np.empty(P, dtype=np.int64)
     moves = np.zeros(P, dtype=np.int64)
     for p in prange(P):
-        k = slot[online_of[p]]
+        k = online_of[p]
         if rebalances[p]:
             e = item_of[p]
             assign, n_bins[p], moves[p] = rebalance(online[k], online_bins[k], a_all[e], b_all[e], z_all[e],
