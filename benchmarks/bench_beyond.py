@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from colosim.experiment import GridPoint, instance_metrics  # noqa: E402
+from colosim.engine import instance_metrics
+from colosim.model.grid import GridPoint  # noqa: E402
 
 SPECS = ["gpa:0.001", "emp:0.001", "nsigma:3", "effsize:0.001", "hoeffding:0.001", "gpa-cal:0.001"]
 SETTINGS = [("best-fit", 1.0, 1.0), ("best-fit", 0.1, 1.0), ("best-fit-decreasing", 1.0, 1.0),
@@ -27,12 +28,12 @@ SETTINGS = [("best-fit", 1.0, 1.0), ("best-fit", 0.1, 1.0), ("best-fit-decreasin
 
 def instance(args):
     from colosim.io import open_store
-    from colosim.sweep import instance_rows
+    from colosim.runner.sweep import instance_rows
 
     if args.store:
         path = Path(args.store)
     else:
-        from colosim.sources import generate_synthetic_store
+        from colosim.sources.resolve import generate_synthetic_store
 
         path = Path(tempfile.mkdtemp()) / "store.h5"
         generate_synthetic_store(path, n_tasks=args.tasks * 20, n_realizations=args.realizations, seed=2017)

@@ -34,9 +34,9 @@ from numba import njit, prange  # noqa: E402
 import colosim  # noqa: E402
 from benchmarks import numpy_baseline  # noqa: E402
 from colosim.config import load_config  # noqa: E402
-from colosim.experiment import observation_split  # noqa: E402
-from colosim.sources import resolve_store  # noqa: E402
-from colosim.sweep import instance_rows, read_results  # noqa: E402
+from colosim.model.grid import observation_split  # noqa: E402
+from colosim.sources.resolve import resolve_store  # noqa: E402
+from colosim.runner.sweep import instance_rows, read_results  # noqa: E402
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -153,7 +153,7 @@ def main():
         t0 = time.perf_counter()
         m_abs, _, q = numpy_baseline.grid_point(x, y, spec)
         dt = time.perf_counter() - t0
-        row = next(r for r in rows if r["instance"] == 0 and r["estimator"] == colosim.estimators.parse_estimator(spec).spec
+        row = next(r for r in rows if r["instance"] == 0 and r["estimator"] == colosim.model.estimators.parse_estimator(spec).spec
                    and r["capacity"] == 1.0 and r["clairvoyance"] == 1.0 and r["data"] == "inst"
                    and r["algorithm"] == "best-fit" and r["rebalance"])
         same = row["m_abs"] == m_abs and row["q"] == q

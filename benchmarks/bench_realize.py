@@ -36,7 +36,7 @@ CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.
 CHILD = r"""
 import json, resource, sys, time
 from colosim.io import open_series
-from colosim.realize import realize
+from colosim.sources.realize import realize
 series_path, out, n, r, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 s = open_series(series_path)
 t = time.perf_counter()

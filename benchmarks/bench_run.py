@@ -31,7 +31,7 @@ ESTIMATORS = ["gpa:0.1", "gpa:0.05", "gpa:0.01", "gpa:0.001", "av:1", "av:1.25",
 
 def instance(args):
     if args.store:
-        from colosim.sweep import instance_rows
+        from colosim.runner.sweep import instance_rows
 
         with colosim.open_store(args.store) as s:
             idx = instance_rows(1, 0, s.n_tasks, args.tasks)

@@ -26,7 +26,7 @@ import scipy.stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from colosim import characterize as ch  # noqa: E402
+from colosim.analysis import characterize as ch  # noqa: E402
 from colosim.kernels.anderson import nested_sum_statistics  # noqa: E402
 
 

@@ -34,8 +34,8 @@ from scipy import stats
 from scipy.special import ndtri
 
 import colosim
-from colosim.realize import draw_indices
-from colosim.trace.synthetic import PopulationModel, SyntheticPopulation
+from colosim.sources.realize import draw_indices
+from colosim.sources.population import PopulationModel, SyntheticPopulation
 
 # SPEC §12 (paper values). q values are per-unit frequencies.
 PAPER = {

@@ -8,19 +8,22 @@ center tasks based on instantaneous processor requirements" (ACM SoCC 2017).
 from ._version import __version__
 from .api import pack, run, violations
 from .errors import InputError
-from .experiment import GridPoint, Metrics
 from .io import Series, Store, open_series, open_store
+from .model.estimators import ESTIMATORS
+from .model.grid import GridPoint
+from .model.metrics import Metrics
 
 __all__ = [
+    "ESTIMATORS",
     "GridPoint",
-    "Metrics",
-    "pack",
-    "run",
-    "violations",
     "InputError",
+    "Metrics",
     "Series",
     "Store",
     "__version__",
     "open_series",
     "open_store",
+    "pack",
+    "run",
+    "violations",
 ]

@@ -1,22 +1,22 @@
 """The public Python API (SPEC §11): ``pack``, ``violations``, ``run``.
 
-This layer validates and converts; the kernels below it never see lists,
-files or configs. Invalid arguments raise :class:`colosim.InputError`, a
-:class:`ValueError`, with a message naming the argument.
+This layer validates and converts; the engine and the kernels below it never
+see lists, files or configs. Invalid arguments raise
+:class:`colosim.InputError`, a :class:`ValueError`, with a message naming
+the argument.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .engine import evaluate, instance_metrics, lay_out, pack_observed
 from .errors import InputError
-from .estimators import compute_statistics
-from .experiment import ALGORITHMS, GridPoint, Metrics, instance_metrics
-from .kernels.evaluate import bin_violations
-from .kernels.packing import pack_items
+from .model.grid import GridPoint
+from .model.metrics import Metrics
 
 
-def as_usage_matrix(name: str, value, *, allow_empty_columns: bool = False) -> np.ndarray:
+def as_usage_matrix(name: str, value) -> np.ndarray:
     """A 2-D, C-contiguous float32/float64 array of finite, non-negative
     usage, or an :class:`InputError` naming ``name``."""
     try:
@@ -27,7 +27,7 @@ def as_usage_matrix(name: str, value, *, allow_empty_columns: bool = False) -> n
         raise InputError(f"{name} must hold numbers, not dtype {arr.dtype}")
     if arr.ndim != 2:
         raise InputError(f"{name} must be 2-D (tasks × realizations), not {arr.ndim}-D")
-    if arr.shape[0] < 1 or (arr.shape[1] < 1 and not allow_empty_columns):
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputError(f"{name} must have at least one task and one column, not shape {arr.shape}")
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
@@ -48,12 +48,13 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     observed : array_like, shape (n, k)
         Observed usage of n tasks (k observations each).
     estimator : str
-        ``av:F``, ``perc:P``, ``max``, ``cantelli:B`` or ``gpa:RHO`` (SPEC §3),
-        or one of ``docs/beyond.md`` (``emp:RHO``, ``gpa-cal:TARGET``,
-        ``hoeffding:RHO``, ``effsize:RHO``, ``nsigma:N``).
+        A spec of the estimator table (``colosim.ESTIMATORS``): ``av:F``,
+        ``perc:P``, ``max``, ``cantelli:B``, ``gpa:RHO`` (SPEC §3), or
+        ``emp:RHO``, ``gpa-cal:TARGET``, ``hoeffding:RHO``, ``effsize:RHO``,
+        ``nsigma:N`` (docs/estimators.md).
     capacity, headroom : float
         Bins hold ``headroom * capacity`` (SPEC §4); capacity may also be a
-        fleet ``"C:SHARE,..."`` (docs/beyond.md).
+        fleet ``"C:SHARE,..."`` (docs/estimators.md).
     algorithm : {"first-fit", "best-fit", "first-fit-decreasing", "best-fit-decreasing"}
     rebalance : bool
         Run the rebalancing pass after the online pass.
@@ -64,16 +65,8 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
         Each task's bin, bins numbered 0..m-1 in opening order.
     """
     observed = as_usage_matrix("observed", observed)
-    p = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom)
-    from .beyond import is_beyond, pack_observed
-
-    if is_beyond(p):  # new estimators, sorted orders, fleets (docs/beyond.md)
-        return pack_observed(observed, p)
-    lv = [p.estimator.param] if p.estimator.needs_percentile else []
-    a, b = p.estimator.items(compute_statistics(observed, lv))
-    assign, _, _ = pack_items(np.ascontiguousarray(a), np.ascontiguousarray(b), p.estimator.z,
-                              p.headroom * p.capacity, ALGORITHMS[p.algorithm], p.rebalance)
-    return assign
+    point = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom)
+    return pack_observed(observed, point)
 
 
 def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndarray]:
@@ -81,14 +74,17 @@ def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndar
 
     Returns ``(q, counts)``: ``counts[j]`` is the number of columns on which
     bin j's summed usage exceeds ``capacity`` strictly; ``q = sum(counts) /
-    (m * e)``.
+    (m * e)``. ``capacity`` is one number (every bin judged against it).
     """
     evaluated = as_usage_matrix("evaluated", evaluated)
     assign = _as_assignment(assign, evaluated.shape[0])
-    p = GridPoint.make("max", capacity=capacity)
+    point = GridPoint.make(capacity=capacity)
+    if point.fleet:
+        raise InputError(f"capacity must be one number here, not the fleet {capacity!r}")
     m = int(assign.max()) + 1
-    counts, _, _ = bin_violations(evaluated, 0, evaluated.shape[1], assign, m, p.capacity)
-    return int(counts.sum()) / (m * evaluated.shape[1]), counts
+    e = evaluated.shape[1]
+    (counts,), _ = evaluate(lay_out(evaluated, 0, e), [assign], [np.full(m, point.capacity)], [0])
+    return int(counts.sum()) / (m * e), counts
 
 
 def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm: str = "best-fit",
@@ -107,7 +103,7 @@ def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     -------
     Metrics
         ``m_abs``, ``m_norm``, ``m``, ``q``, ``q_max``, ``severity``,
-        ``oversize``, ``assign`` (and ``counts`` = q_j).
+        ``oversize``, ``assign`` (and ``counts`` = q_j, ``bin_type``, ...).
     """
     x = as_usage_matrix("x", x)
     if y is not None:

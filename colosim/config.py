@@ -1,14 +1,15 @@
-"""Sweep configs: TOML → frozen, validated objects; grid expansion.
+"""Sweep configs: TOML → frozen, validated, normalized objects; grid
+expansion.
 
 A config has three tables (and an optional fourth)::
 
-    [source]      # where the realizations come from
+    [source]      # where the realizations come from (a tagged union on kind)
     kind = "synthetic"          # or "store", "series", "google2011", "google2019"
     tasks = 100000              # N, rows of the store
     realizations = 10000        # R
     seed = 2017
-    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/beyond.md)
-    daily_amplitude = 0.0       # optional common daily pattern (docs/beyond.md)
+    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/estimators.md)
+    daily_amplitude = 0.0       # optional common daily pattern (docs/estimators.md)
 
     [instances]   # SPEC §6
     count = 50
@@ -17,8 +18,8 @@ A config has three tables (and an optional fourth)::
 
     [grid]        # every key takes a non-empty list; missing keys take the default
     estimator = ["gpa:0.01", "av:1"]
-    algorithm = ["best-fit"]          # first-fit, best-fit
-    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/beyond.md)
+    algorithm = ["best-fit"]          # first-fit, best-fit, *-decreasing
+    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/estimators.md)
     clairvoyance = [1.0]
     data = ["inst"]                   # inst, avg
     rebalance = [true]
@@ -27,18 +28,21 @@ A config has three tables (and an optional fourth)::
     [output]
     path = "results/NAME.csv"         # relative to the working directory
 
-Any unknown key, wrong type, empty list or out-of-range value is an
-:class:`InputError` naming the key and the file.
+Any unknown key, wrong type, empty list, value listed twice or
+out-of-range value is an :class:`InputError` naming the key and the file.
+Grid values are normalized once (``capacity = [1]`` and ``[1.0]`` are the
+same config), and the fingerprint is taken of the normalized values, under
+:data:`CONFIG_SCHEMA`.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import itertools
-import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Union
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,39 +50,76 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .errors import InputError
-from .experiment import GridPoint
+from .io.results import GRID_KEYS, fingerprint
+from .model.grid import GridPoint, normalize, value_text
+from .sources.ingest import MIN_RECORDS
+from .sources.realize import SAMPLINGS
 
-#: grid keys in SPEC §5 column order, with their defaults
-GRID_KEYS = {
-    "estimator": ["gpa:0.01"],
-    "algorithm": ["best-fit"],
-    "capacity": [1.0],
-    "clairvoyance": [1.0],
-    "data": ["inst"],
-    "rebalance": [True],
-    "headroom": [1.0],
-}
-
-SOURCE_KINDS = {
-    "synthetic": {"kind", "tasks", "realizations", "seed", "sampling", "store", "daily_amplitude"},
-    "store": {"kind", "path"},
-    "series": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store"},
-    "google2011": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store", "min_records"},
-    "google2019": {"kind", "path", "tasks", "realizations", "seed", "sampling", "store", "min_records"},
-}
+#: Version of the normalized form the fingerprint is taken of: raised when
+#: the same config would fingerprint differently, so that results made
+#: under another version are recognized as such.
+CONFIG_SCHEMA = 2
 
 
 @dataclass(frozen=True)
-class Source:
-    kind: str
-    path: str | None = None  # store file (kind "store") or where to cache the derived store
-    input: str | None = None  # series file or trace folder a store is derived from
-    tasks: int | None = None
-    realizations: int | None = None
-    seed: int | None = None
+class StoreSource:
+    """An existing store file (``path``, relative to the config's folder)."""
+
+    path: str
+    kind: Literal["store"] = "store"
+
+
+@dataclass(frozen=True)
+class SyntheticSource:
+    """The built-in population, realized once into a cached store (or into
+    ``store``, relative to the config's folder)."""
+
+    tasks: int
+    realizations: int
+    seed: int
     sampling: str = "independent"
-    daily_amplitude: float = 0.0  # synthetic: common daily pattern (docs/beyond.md)
-    min_records: int = 24  # trace sources: the ingest's short-task threshold
+    daily_amplitude: float = 0.0
+    store: str | None = None
+    kind: Literal["synthetic"] = "synthetic"
+
+
+@dataclass(frozen=True)
+class SeriesSource:
+    """A series file (``path``), realized once into a store."""
+
+    path: str
+    tasks: int
+    realizations: int
+    seed: int
+    sampling: str = "independent"
+    store: str | None = None
+    kind: Literal["series"] = "series"
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """A trace folder (``path``) of ``kind`` google2011 or google2019,
+    ingested once into a series file and realized once into a store."""
+
+    kind: Literal["google2011", "google2019"]
+    path: str
+    tasks: int
+    realizations: int
+    seed: int
+    sampling: str = "independent"
+    store: str | None = None
+    min_records: int = MIN_RECORDS
+
+
+Source = Union[StoreSource, SyntheticSource, SeriesSource, TraceSource]
+
+SOURCE_KINDS: dict[str, type] = {
+    "store": StoreSource,
+    "synthetic": SyntheticSource,
+    "series": SeriesSource,
+    "google2011": TraceSource,
+    "google2019": TraceSource,
+}
 
 
 @dataclass(frozen=True)
@@ -90,30 +131,31 @@ class Instances:
 
 @dataclass(frozen=True)
 class SweepConfig:
+    """A validated sweep config. ``grid`` holds each key's normalized values
+    in the order listed; ``points`` their product (SPEC §5 order)."""
+
     path: Path
     source: Source
     instances: Instances
-    grid: tuple[tuple[str, tuple], ...]  # (key, values) in column order
+    grid: tuple[tuple[str, tuple], ...]
     output: str | None = None
 
+    @property
     def points(self) -> list[GridPoint]:
         """The grid's product, in SPEC §5 order (keys in column order, values
         in the order the config lists them)."""
         keys = [k for k, _ in self.grid]
-        return [GridPoint.make(**dict(zip(keys, combo))) for combo in itertools.product(*(v for _, v in self.grid))]
+        return [GridPoint(**dict(zip(keys, combo))) for combo in itertools.product(*(v for _, v in self.grid))]
 
     def fingerprint(self) -> str:
         """SHA-256 of everything that determines the results (not the
-        output path)."""
-        source = asdict(self.source)
-        if not source["daily_amplitude"]:  # absent = 0: fingerprints of older configs stay valid
-            del source["daily_amplitude"]
-        payload = {
-            "source": source,
-            "instances": asdict(self.instances),
-            "grid": [[k, list(v)] for k, v in self.grid],
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        output path), in normalized form."""
+        return fingerprint({
+            "schema": CONFIG_SCHEMA,
+            "source": dataclasses.asdict(self.source),
+            "instances": dataclasses.asdict(self.instances),
+            "grid": [[k, [value_text(v) for v in values]] for k, values in self.grid],
+        })
 
 
 def load_config(path) -> SweepConfig:
@@ -149,89 +191,88 @@ def parse_config(raw: dict, path: Path) -> SweepConfig:
         tasks=_int(inst, "tasks", path, "instances.", minimum=1),
         seed=_int(inst, "seed", path, "instances.", minimum=0),
     )
-    grid_raw = raw["grid"]
-    _keys(grid_raw, set(GRID_KEYS), path, "grid.")
-    grid = []
-    for key, default in GRID_KEYS.items():
-        values = grid_raw.get(key, default)
-        if not isinstance(values, list):
-            raise InputError(f"{path}: grid.{key} must be a list, not {type(values).__name__}")
-        if not values:
-            raise InputError(f"{path}: grid.{key} is an empty list")
-        for v in values:
-            _check_grid_value(key, v, path)
-        if len(set(map(repr, values))) != len(values):
-            raise InputError(f"{path}: grid.{key} lists a value twice")
-        grid.append((key, tuple(values)))
+    grid = _grid(raw["grid"], path)
     output = None
     if "output" in raw:
         if not isinstance(raw["output"], dict):
             raise InputError(f"{path}: 'output' must be a table")
         _keys(raw["output"], {"path"}, path, "output.")
         output = _str(raw["output"], "path", path, "output.")
-    config = SweepConfig(path=path, source=source, instances=instances, grid=tuple(grid), output=output)
-    try:
-        config.points()  # every grid value validated with the engine's own rules
-    except InputError as exc:
-        raise InputError(f"{path}: grid: {exc}") from None
-    if source.tasks is not None and instances.tasks > source.tasks:
+    tasks = getattr(source, "tasks", None)
+    if tasks is not None and instances.tasks > tasks:
         raise InputError(
             f"{path}: instances.tasks = {instances.tasks} is more than the store's "
-            f"{source.tasks} tasks (source.tasks)"
+            f"{tasks} tasks (source.tasks)"
         )
-    return config
+    return SweepConfig(path=path, source=source, instances=instances, grid=grid, output=output)
 
 
-def _check_grid_value(key, v, path):
-    expected = {
-        "estimator": (str,), "algorithm": (str,), "data": (str,), "rebalance": (bool,),
-        "capacity": (int, float, str), "clairvoyance": (int, float), "headroom": (int, float),
-    }[key]
-    if isinstance(v, bool) and bool not in expected:
-        raise InputError(f"{path}: grid.{key} value {v!r} has the wrong type")
-    if key == "capacity" and isinstance(v, str):  # a mixed fleet (docs/beyond.md)
-        from .fleet import parse_fleet
+#: the TOML types each grid key's values may have
+_GRID_TYPES = {
+    "estimator": (str,), "algorithm": (str,), "data": (str,), "rebalance": (bool,),
+    "capacity": (int, float, str), "clairvoyance": (int, float), "headroom": (int, float),
+}
 
-        try:
-            parse_fleet(v)
-        except InputError as exc:
-            raise InputError(f"{path}: grid.capacity value {v!r} is not a number or a fleet: {exc}") from None
-    if not isinstance(v, expected):
-        names = " or ".join(dict.fromkeys(
-            "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))
-        raise InputError(f"{path}: grid.{key} value {v!r} must be a {names}")
+
+def _grid(table: dict, path: Path) -> tuple[tuple[str, tuple], ...]:
+    _keys(table, set(GRID_KEYS), path, "grid.")
+    grid = []
+    for key, default in GRID_KEYS.items():
+        values = table.get(key, [default])
+        if not isinstance(values, list):
+            raise InputError(f"{path}: grid.{key} must be a list, not {type(values).__name__}")
+        if not values:
+            raise InputError(f"{path}: grid.{key} is an empty list")
+        normalized = []
+        for v in values:
+            expected = _GRID_TYPES[key]
+            if (isinstance(v, bool) and bool not in expected) or not isinstance(v, expected):
+                names = " or ".join(dict.fromkeys(
+                    "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))
+                raise InputError(f"{path}: grid.{key} value {v!r} must be a {names}")
+            try:
+                value = normalize(key, v)
+            except InputError as exc:
+                raise InputError(f"{path}: grid.{key} value {v!r}: {exc}") from None
+            if value in normalized:
+                raise InputError(f"{path}: grid.{key} lists {value_text(value)!r} twice")
+            normalized.append(value)
+        grid.append((key, tuple(normalized)))
+    return tuple(grid)
 
 
 def _source(src: dict, path: Path) -> Source:
     kind = src.get("kind")
     if kind not in SOURCE_KINDS:
         raise InputError(f"{path}: source.kind must be one of {', '.join(SOURCE_KINDS)}, not {kind!r}")
-    _keys(src, SOURCE_KINDS[kind], path, "source.")
-    if kind == "store":
-        return Source(kind="store", path=_str(src, "path", path, "source."))
-    sampling = src.get("sampling", "independent")
-    if sampling not in ("independent", "paired", "time-aligned"):
-        raise InputError(
-            f"{path}: source.sampling must be 'independent', 'paired' or 'time-aligned', not {sampling!r}"
-        )
-    return Source(
-        kind=kind,
-        path=_str(src, "store", path, "source.") if "store" in src else None,
-        input=_str(src, "path", path, "source.") if kind != "synthetic" else None,
-        min_records=_int(src, "min_records", path, "source.", minimum=1) if "min_records" in src else 24,
-        tasks=_int(src, "tasks", path, "source.", minimum=1),
-        realizations=_int(src, "realizations", path, "source.", minimum=2),
-        seed=_int(src, "seed", path, "source.", minimum=0),
-        sampling=sampling,
-        daily_amplitude=_daily_amplitude(src, path) if kind == "synthetic" else 0.0,
-    )
-
-
-def _daily_amplitude(src: dict, path: Path) -> float:
-    v = src.get("daily_amplitude", 0.0)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
-        raise InputError(f"{path}: source.daily_amplitude must be a number in [0, 1), not {v!r}")
-    return float(v)
+    cls = SOURCE_KINDS[kind]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    _keys(src, set(fields), path, "source.")
+    values = {"kind": kind}
+    for name, f in fields.items():
+        if name == "kind":
+            continue
+        required = f.default is dataclasses.MISSING
+        if name not in src:
+            if required:
+                raise InputError(f"{path}: missing key 'source.{name}'")
+            continue
+        if name in ("path", "store"):
+            values[name] = _str(src, name, path, "source.")
+        elif name == "sampling":
+            if src[name] not in SAMPLINGS:
+                raise InputError(f"{path}: source.sampling must be "
+                                 f"{', '.join(repr(s) for s in SAMPLINGS)}, not {src[name]!r}")
+            values[name] = src[name]
+        elif name == "daily_amplitude":
+            v = src[name]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+                raise InputError(f"{path}: source.daily_amplitude must be a number in [0, 1), not {v!r}")
+            values[name] = float(v)
+        else:
+            minimum = {"tasks": 1, "realizations": 2, "seed": 0, "min_records": 1}[name]
+            values[name] = _int(src, name, path, "source.", minimum=minimum)
+    return cls(**values)
 
 
 def _keys(table: dict, allowed: set, path: Path, prefix: str) -> None:

@@ -11,8 +11,10 @@ import numpy as np
 
 from .errors import InputError
 from .io._hdf5 import sha256_file
+from .io.results import GRID_KEYS, read_meta, read_results
 from .io.series import open_series
 from .io.store import open_store
+from .model.grid import check_row
 
 
 def _scan(name: str, arr: np.ndarray, block_rows: int) -> list[str]:
@@ -79,7 +81,11 @@ def _describe_store(path: Path, verify: bool):
 
 
 def _describe_series(path: Path, verify: bool):
-    s = open_series(path)
+    with open_series(path) as s:
+        return _series_lines(path, s, verify)
+
+
+def _series_lines(path: Path, s, verify: bool):
     lengths = s.lengths()
     lines = [
         f"{path}: colosim series, format version 1",
@@ -97,21 +103,18 @@ def _describe_series(path: Path, verify: bool):
 
 
 def _describe_results(path: Path, verify: bool):
-    from .sweep import meta_path, read_results
-
-    rows = read_results(path)
+    rows = read_results(path, check_point=check_row)
     lines = [f"{path}: colosim results table, {len(rows)} rows"]
     if rows:
         instances = sorted({r["instance"] for r in rows})
         points = len(rows) // max(1, len(instances))
         lines.append(f"instances: {len(instances)}, grid points: {points}")
-        for key in ("estimator", "algorithm", "capacity", "clairvoyance", "data", "rebalance", "headroom"):
+        for key in GRID_KEYS:
             values = list(dict.fromkeys(str(r[key]) for r in rows))
             lines.append(f"  {key}: {', '.join(values)}")
     problems = []
-    mp = meta_path(path)
-    if mp.exists():
-        meta = json.loads(mp.read_text())
+    meta = read_meta(path)
+    if meta is not None:
         lines.append(f"config: {meta.get('config')} (fingerprint {str(meta.get('fingerprint'))[:16]}…)")
         lines.append(f"store: {meta.get('store')}, seed {meta.get('store_attrs', {}).get('seed')}")
         lines.append(f"made by colosim {meta.get('colosim_version')}, numpy {meta.get('numpy_version')}, "

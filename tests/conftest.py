@@ -1,17 +1,27 @@
+import contextlib
 import os
 from pathlib import Path
 
-import pytest
-from hypothesis import HealthCheck, settings
+# The thread-count tests compare 1 and 2 Numba threads: make sure there are
+# 2, even on a machine with one core (before numba is first imported).
+if (os.cpu_count() or 1) < 2:
+    os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
 
 # Hypothesis: a derandomized profile for CI (the first example pays for JIT
-# compilation, hence no deadline) and a heavier one for fuzzing sessions.
+# compilation, hence no deadline; print_blob so that a CI failure can be
+# replayed with @reproduce_failure) and a heavier one for fuzzing sessions.
 settings.register_profile(
-    "ci", derandomize=True, deadline=None, max_examples=60,
+    "ci", derandomize=True, deadline=None, max_examples=60, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
-    "fuzzing", deadline=None, max_examples=2000,
+    "fuzzing", deadline=None, max_examples=2000, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -27,11 +37,17 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def usage_arrays(max_tasks=12, max_columns=24, min_columns=1, top=1.0):
+    """Usage matrices (tasks × columns, float32 in [0, top]) drawn value by
+    value, so that a failure shrinks to a tiny matrix of simple values."""
+    shapes = st.tuples(st.integers(1, max_tasks), st.integers(min_columns, max_columns))
+    top = float(np.float32(top))
+    return shapes.flatmap(lambda shape: hnp.arrays(np.float32, shape, elements=st.floats(0, top, width=32)))
+
+
 def random_usage(rng, n, R, scale=0.08):
     """Usage of n tasks × R realizations: mixtures of levels and noise, so
     that packings need several bins and sums cross the capacity often."""
-    import numpy as np
-
     level = rng.gamma(1.5, scale, size=(n, 1))
     spread = rng.uniform(0.1, 1.0, size=(n, 1))
     noise = rng.gamma(2.0, 1.0, size=(n, R)) / 2.0
@@ -40,8 +56,6 @@ def random_usage(rng, n, R, scale=0.08):
 
 
 def write_random_store(path, n, R, seed=0):
-    import numpy as np
-
     from colosim.io import StoreWriter
 
     rng = np.random.default_rng(seed)
@@ -59,3 +73,27 @@ def small_store(tmp_path):
     path = tmp_path / "store.h5"
     x, y = write_random_store(path, 120, 400, seed=7)
     return path, x, y
+
+
+@contextlib.contextmanager
+def numba_threads(n: int):
+    """Run with n Numba threads (checked), then restore the count."""
+    import numba
+
+    if n > numba.config.NUMBA_NUM_THREADS:
+        pytest.fail(f"{n} Numba threads asked for, only {numba.config.NUMBA_NUM_THREADS} available")
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        assert numba.get_num_threads() == n
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def write_config(folder, grid: str, *, count=2, tasks=40, seed=5, store="store.h5", name="c.toml") -> Path:
+    """A sweep config over an existing store, with the given [grid] lines."""
+    path = Path(folder) / name
+    path.write_text(f'[source]\nkind = "store"\npath = "{store}"\n\n'
+                    f"[instances]\ncount = {count}\ntasks = {tasks}\nseed = {seed}\n\n[grid]\n{grid}\n")
+    return path

@@ -1,116 +1,51 @@
-"""A short, obviously correct reference of SPEC §2–5 in plain NumPy/Python.
+"""A short, obviously correct reference of what colosim computes, in plain
+NumPy/Python: the SPEC's words written out, slow on purpose.
 
-Slow on purpose: every load is summed from scratch over the bin's tasks in
-ascending instance position, exactly as SPEC §3 words it.
+- Estimators (SPEC §3, docs/estimators.md): :data:`MODELS`, one plain entry
+  per estimator of ``colosim.ESTIMATORS``.
+- Packing (SPEC §4, fleets and decreasing orders): :func:`pack_fleet`, every
+  load summed from scratch over the bin's tasks in ascending position.
+- Violations and metrics (SPEC §5): :func:`violations_per_bin`, :func:`run`.
+- Realization (SPEC §8, time-aligned): :func:`store`, :func:`aligned_store`.
+- Characterization kernels: :func:`nested_sums` (Table 1), :func:`phases`
+  (the built-in population's windows).
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
+import scipy.stats
 from scipy.special import ndtri
 
+WINDOW_US = 300_000_000
 
-def items(observed, spec):
-    """(a, b, z) of every task for an estimator spec."""
-    o = np.asarray(observed, dtype=np.float64)
-    name, _, param = spec.partition(":")
-    mean, var = o.mean(axis=1), o.var(axis=1)
-    zeros = np.zeros(len(o))
-    if name == "av":
-        return float(param) * mean, zeros, 0.0
-    if name == "perc":
-        return np.percentile(o, float(param), axis=1), zeros, 0.0
-    if name == "max":
-        return o.max(axis=1), zeros, 0.0
-    if name == "cantelli":
-        return mean + float(param) * np.sqrt(var), zeros, 0.0
-    if name == "gpa":
-        return mean, var, float(ndtri(1 - float(param)))
-    raise ValueError(spec)
 
+def split(clairvoyance, R):
+    """(k, first) of SPEC §2."""
+    if clairvoyance == 1.0:
+        return R, 0
+    k = max(1, math.floor(clairvoyance * R + 0.5))
+    return k, k
+
+
+def seq_sum(values):
+    s = 0.0
+    for v in values:
+        s += v
+    return s
+
+
+# ---------------------------------------------------------------- estimators
 
 def load(tasks, a, b, z):
-    """L(B): float64 sums in ascending instance position."""
+    """L(B) of a scalar item form: float64 sums in ascending position."""
     sa = sb = 0.0
     for i in sorted(tasks):
         sa += a[i]
         sb += b[i]
     return sa + z * math.sqrt(sb)
 
-
-def pack(a, b, z, cap, algorithm, rebalance):
-    bins = []  # lists of task positions
-    for i in range(len(a)):
-        fits = [j for j, B in enumerate(bins) if load(B + [i], a, b, z) <= cap]
-        if not fits:
-            bins.append([i])
-            continue
-        if algorithm == "first-fit":
-            chosen = fits[0]
-        else:
-            chosen = min(fits, key=lambda j: (cap - load(bins[j] + [i], a, b, z), j))
-        bins[chosen].append(i)
-    if rebalance and len(bins) >= 2:
-        last = bins[-1]
-        while True:
-            donors = sorted(range(len(bins) - 1), key=lambda j: (-load(bins[j], a, b, z), j))
-            for d in donors:
-                movable = [
-                    i for i in bins[d]
-                    if load(last + [i], a, b, z) <= cap
-                    and load(last + [i], a, b, z) <= load([t for t in bins[d] if t != i], a, b, z)
-                ]
-                if movable:
-                    i = min(movable, key=lambda t: (-load([t], a, b, z), t))
-                    bins[d].remove(i)
-                    last.append(i)
-                    break
-            else:
-                break
-        bins = [B for B in bins if B]
-    assign = np.empty(len(a), dtype=np.int64)
-    for j, B in enumerate(bins):
-        assign[B] = j
-    return assign
-
-
-def violations(evaluated, assign, capacity):
-    e = np.asarray(evaluated, dtype=np.float64)
-    m = assign.max() + 1
-    counts = np.zeros(m, dtype=np.int64)
-    excess = []
-    for j in range(m):
-        s = e[assign == j].sum(axis=0)
-        counts[j] = np.count_nonzero(s > capacity)
-        excess.extend(((s[s > capacity] - capacity) / capacity).tolist())
-    return counts, excess
-
-
-def run(x, y, spec, capacity=1.0, algorithm="best-fit", clairvoyance=1.0, data="inst",
-        rebalance=True, headroom=1.0):
-    R = x.shape[1]
-    if clairvoyance == 1.0:
-        k, first = R, 0
-    else:
-        k = max(1, math.floor(clairvoyance * R + 0.5))
-        first = k
-    source = x if data == "inst" else y
-    a, b, z = items(source[:, :k], spec)
-    cap = headroom * capacity
-    assign = pack(a, b, z, cap, algorithm, rebalance)
-    counts, excess = violations(x[:, first:], assign, capacity)
-    m_abs = int(assign.max()) + 1
-    m_norm = max(1, math.ceil(math.fsum(np.asarray(x, np.float64).mean(axis=1).tolist()) / capacity))
-    return dict(
-        assign=assign, counts=counts, m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm,
-        q=counts.sum() / (m_abs * (R - first)), q_max=counts.max() / (R - first),
-        severity=float(np.mean(excess)) if excess else 0.0,
-        oversize=int(np.count_nonzero(a + z * np.sqrt(b) > cap)),
-    )
-
-
-# ------------------------------------------------------- beyond the paper
-# (docs/beyond.md) loads from a bin's summed state, fleets, sorted orders
 
 def bin_state(tasks, V):
     """sum of rows V[i] over the bin's tasks, float64, ascending position."""
@@ -121,97 +56,7 @@ def bin_state(tasks, V):
 
 
 def emp_allowance(rho, k):
-    from fractions import Fraction
-
     return math.floor(Fraction(repr(float(rho))) * k)
-
-
-def seq_sum(values):
-    s = 0.0
-    for v in values:
-        s += v
-    return s
-
-
-def state_load(S, name, param, extra=None):
-    """L of a summed state for emp / nsigma / effsize / gauss."""
-    if name == "emp":
-        r = emp_allowance(param, len(S))
-        return np.sort(S)[::-1][r]  # the (r+1)-th largest
-    if name == "nsigma":
-        mu = seq_sum(S) / len(S)
-        return mu + param * math.sqrt(seq_sum([(v - mu) * (v - mu) for v in S]) / len(S))
-    if name == "effsize":
-        gamma, s = extra
-        return min((S[g] + gamma) / s[g] for g in range(len(S)))
-    if name == "gauss":
-        return S[0] + param * math.sqrt(S[1])
-    raise ValueError(name)
-
-
-def pack_fleet(load, fits, n, caps, shares, algorithm, rebalance):
-    """SPEC §4 with any load function load(tasks), a fit test fits(tasks, cap)
-    and machine types (caps[t] = packing capacity, shares[t]). Returns
-    (assign, bin_types)."""
-    bins, types, opened = [], [], [0] * len(caps)
-    for i in range(n):
-        ok = [j for j, B in enumerate(bins) if fits(B + [i], caps[types[j]])]
-        if not ok:
-            t = min(range(len(caps)), key=lambda t: (opened[t] / shares[t], t))
-            opened[t] += 1
-            bins.append([i])
-            types.append(t)
-            continue
-        if algorithm == "first-fit":
-            chosen = ok[0]
-        else:
-            chosen = min(ok, key=lambda j: (caps[types[j]] - load(bins[j] + [i]), j))
-        bins[chosen].append(i)
-    if rebalance and len(bins) >= 2:
-        hetero = len({caps[t] for t in types}) > 1
-        rel = (lambda L, j: L / caps[types[j]]) if hetero else (lambda L, j: L)
-        last, cl = bins[-1], len(bins) - 1
-        while True:
-            donors = sorted(range(len(bins) - 1), key=lambda j: (-rel(load(bins[j]), j) if bins[j] else np.inf, j))
-            for d in donors:
-                movable = [
-                    i for i in bins[d]
-                    if fits(last + [i], caps[types[cl]])
-                    and rel(load(last + [i]), cl) <= rel(load([t for t in bins[d] if t != i]), d)
-                ]
-                if movable:
-                    i = min(movable, key=lambda t: (-load([t]), t))
-                    bins[d].remove(i)
-                    last.append(i)
-                    break
-            else:
-                break
-        types = [t for B, t in zip(bins, types) if B]
-        bins = [B for B in bins if B]
-    assign = np.empty(n, dtype=np.int64)
-    for j, B in enumerate(bins):
-        assign[B] = j
-    return assign, np.array(types, dtype=np.int64)
-
-
-def sorted_order(standalone):
-    """Decreasing standalone load, ties by position."""
-    return sorted(range(len(standalone)), key=lambda i: (-standalone[i], i))
-
-
-def violations_per_bin(evaluated, assign, bin_caps):
-    e = np.asarray(evaluated, dtype=np.float64)
-    m = assign.max() + 1
-    counts = np.zeros(m, dtype=np.int64)
-    excess = []
-    for j in range(m):
-        s = np.zeros(e.shape[1])
-        for i in np.flatnonzero(assign == j):  # ascending position
-            s = s + e[i]
-        c = bin_caps[j]
-        counts[j] = np.count_nonzero(s > c)
-        excess.extend(((s[s > c] - c) / c).tolist())
-    return counts, excess
 
 
 EFFSIZE_EXPONENTS = np.arange(-8, 13) / 2.0
@@ -227,34 +72,119 @@ def log_mgf(o, s):
     return out
 
 
-def beyond_model(observed, spec, cap_ref):
-    """(V, load(S), fits(S, cap)) of a spec on the observation columns."""
-    o = np.asarray(observed, dtype=np.float64)
+def _gaussian(a, b, z):
+    """(V, load, fits) of a scalar item form (a, b, z)."""
+    return np.stack([a, b], axis=1), lambda S: S[0] + z * math.sqrt(S[1]), None
+
+
+def _additive(size):
+    return _gaussian(size, np.zeros(len(size)), 0.0)
+
+
+def _emp(o, rho, cap_ref):
+    r = emp_allowance(rho, o.shape[1])
+    return o, lambda S: np.sort(S)[::-1][r], lambda S, c: np.count_nonzero(S > c) <= r
+
+
+def _nsigma(o, n, cap_ref):
+    def load_(S):
+        mu = seq_sum(S) / len(S)
+        return mu + n * math.sqrt(seq_sum([(v - mu) * (v - mu) for v in S]) / len(S))
+    return o, load_, None
+
+
+def _effsize(o, rho, cap_ref):
+    gamma = math.log(1 / rho)
+    s = (gamma / cap_ref) * np.exp2(EFFSIZE_EXPONENTS)
+    return log_mgf(o, s), lambda S: min((S[g] + gamma) / s[g] for g in range(len(S))), None
+
+
+#: name -> model(observed float64 (n, k), parameter, cap_ref) -> (V, load(S),
+#: fits(S, c) or None for "load <= c"); gpa-cal's model is GPA's, its rho
+#: found by :func:`calibrate`
+MODELS = {
+    "gpa": lambda o, rho, c: _gaussian(o.mean(1), o.var(1), float(ndtri(1 - rho))),
+    "av": lambda o, f, c: _additive(f * o.mean(1)),
+    "perc": lambda o, p, c: _additive(np.percentile(o, p, axis=1)),
+    "cantelli": lambda o, b, c: _additive(o.mean(1) + b * np.sqrt(o.var(1))),
+    "max": lambda o, _, c: _additive(o.max(1)),
+    "emp": _emp,
+    "effsize": _effsize,
+    "hoeffding": lambda o, rho, c: _gaussian(o.mean(1), (o.max(1) - o.min(1)) ** 2,
+                                             math.sqrt(math.log(1 / rho) / 2)),
+    "nsigma": _nsigma,
+    "gpa-cal": lambda o, rho, c: MODELS["gpa"](o, rho, c),
+}
+
+
+def model(observed, spec, cap_ref):
+    """(V, load, fits) of an estimator spec on the observation columns."""
     name, _, param = spec.partition(":")
-    if name in ("emp", "nsigma"):
-        p = float(param)
-        if name == "emp":
-            r = emp_allowance(p, o.shape[1])
-            return observed, lambda S: state_load(S, "emp", p), lambda S, c: np.count_nonzero(S > c) <= r
-        return observed, lambda S: state_load(S, "nsigma", p), None
-    if name == "effsize":
-        rho = float(param)
-        gamma = math.log(1 / rho)
-        s = (gamma / cap_ref) * np.exp2(EFFSIZE_EXPONENTS)
-        return log_mgf(o, s), lambda S: state_load(S, "effsize", None, (gamma, s)), None
-    if name == "hoeffding":
-        rho = float(param)
-        a, b, z = o.mean(axis=1), (o.max(axis=1) - o.min(axis=1)) ** 2, math.sqrt(math.log(1 / rho) / 2)
-    elif name.startswith("gpa-cal"):
-        raise ValueError("use calibrate")
-    else:
-        a, b, z = items(observed, spec)
-    return np.stack([a, b], axis=1), lambda S: state_load(S, "gauss", z), None
+    return MODELS[name](np.asarray(observed, dtype=np.float64), float(param) if param else None, cap_ref)
 
 
-def pack_beyond(V, load_state, fits_state, caps, shares, algorithm, rebalance):
-    """Pack rows of V (online or sorted order); assign and bin types in
-    instance order."""
+# ---------------------------------------------------------------- packing
+
+def pack_fleet(load_, fits, n, caps, shares, algorithm, rebalance):
+    """SPEC §4 with any load function load_(tasks), a fit test fits(tasks, cap)
+    and machine types (caps[t] = packing capacity, shares[t]). Returns
+    (assign, bin_types)."""
+    bins, types, opened = [], [], [0] * len(caps)
+    for i in range(n):
+        ok = [j for j, B in enumerate(bins) if fits(B + [i], caps[types[j]])]
+        if not ok:
+            t = min(range(len(caps)), key=lambda t: (opened[t] / shares[t], t))
+            opened[t] += 1
+            bins.append([i])
+            types.append(t)
+            continue
+        if algorithm == "first-fit":
+            chosen = ok[0]
+        else:
+            chosen = min(ok, key=lambda j: (caps[types[j]] - load_(bins[j] + [i]), j))
+        bins[chosen].append(i)
+    if rebalance and len(bins) >= 2:
+        hetero = len({caps[t] for t in types}) > 1
+        rel = (lambda L, j: L / caps[types[j]]) if hetero else (lambda L, j: L)
+        last, cl = bins[-1], len(bins) - 1
+        while True:
+            donors = sorted(range(len(bins) - 1), key=lambda j: (-rel(load_(bins[j]), j) if bins[j] else np.inf, j))
+            for d in donors:
+                movable = [
+                    i for i in bins[d]
+                    if fits(last + [i], caps[types[cl]])
+                    and rel(load_(last + [i]), cl) <= rel(load_([t for t in bins[d] if t != i]), d)
+                ]
+                if movable:
+                    i = min(movable, key=lambda t: (-load_([t]), t))
+                    bins[d].remove(i)
+                    last.append(i)
+                    break
+            else:
+                break
+        types = [t for B, t in zip(bins, types) if B]
+        bins = [B for B in bins if B]
+    assign = np.empty(n, dtype=np.int64)
+    for j, B in enumerate(bins):
+        assign[B] = j
+    return assign, np.array(types, dtype=np.int64)
+
+
+def pack(a, b, z, cap, algorithm, rebalance):
+    """SPEC §4 for a scalar item form at one capacity (instance order)."""
+    V, load_state, _ = _gaussian(np.asarray(a), np.asarray(b), z)
+    return pack_fleet(lambda B: load_state(bin_state(B, V)), lambda B, c: load_state(bin_state(B, V)) <= c,
+                      len(a), [cap], [1.0], algorithm, rebalance)[0]
+
+
+def sorted_order(standalone):
+    """Decreasing standalone load, ties by position."""
+    return sorted(range(len(standalone)), key=lambda i: (-standalone[i], i))
+
+
+def pack_model(V, load_state, fits_state, caps, shares, algorithm, rebalance):
+    """Pack rows of V (online or decreasing order); assign, bin types and
+    standalone loads in instance order."""
     n = len(V)
     if fits_state is None:
         fits_state = lambda S, c: load_state(S) <= c  # noqa: E731
@@ -269,62 +199,77 @@ def pack_beyond(V, load_state, fits_state, caps, shares, algorithm, rebalance):
     return assign, types, np.array(standalone)
 
 
+# ---------------------------------------------------------------- violations
+
+def violations_per_bin(evaluated, assign, bin_caps):
+    """q_j of every bin against its own capacity (float64 sums in ascending
+    position, S > c strictly) and the list of (S - c) / c over violations."""
+    e = np.asarray(evaluated, dtype=np.float64)
+    m = assign.max() + 1
+    counts = np.zeros(m, dtype=np.int64)
+    excess = []
+    for j in range(m):
+        s = np.zeros(e.shape[1])
+        for i in np.flatnonzero(assign == j):  # ascending position
+            s = s + e[i]
+        c = bin_caps[j]
+        counts[j] = np.count_nonzero(s > c)
+        excess.extend(((s[s > c] - c) / c).tolist())
+    return counts, excess
+
+
+def violations(evaluated, assign, capacity):
+    return violations_per_bin(evaluated, assign, [capacity] * (int(assign.max()) + 1))
+
+
 def calibrate(observed, target, caps, shares, algorithm, rebalance, headroom,
               rho_min=1e-9, rho_max=0.5, steps=24):
     """gpa-cal: bisection on log(rho) for the largest rho whose GPA packing
     has violation frequency <= target on the observation columns."""
-    o = np.asarray(observed, dtype=np.float64)
-    mean, var = o.mean(axis=1), o.var(axis=1)
 
     def attempt(rho):
-        z = float(ndtri(1 - rho))
-        assign, types, _ = pack_beyond(np.stack([mean, var], 1), lambda S: state_load(S, "gauss", z), None,
-                                       [headroom * c for c in caps], shares, algorithm, rebalance)
+        assign, types, _ = pack_model(*model(observed, f"gpa:{rho!r}", None), [headroom * c for c in caps], shares,
+                                      algorithm, rebalance)
         counts, _ = violations_per_bin(observed, assign, [caps[t] for t in types])
-        return counts.sum() / ((assign.max() + 1) * o.shape[1]) <= target, assign
+        return counts.sum() / ((assign.max() + 1) * observed.shape[1]) <= target
 
-    ok, assign = attempt(rho_max)
-    if ok:
-        return rho_max, assign
-    ok, assign = attempt(rho_min)
-    if not ok:
-        return rho_min, assign
-    lo, hi, best = math.log(rho_min), math.log(rho_max), (rho_min, assign)
+    if attempt(rho_max):
+        return rho_max
+    if not attempt(rho_min):
+        return rho_min
+    lo, hi, best = math.log(rho_min), math.log(rho_max), rho_min
     for _ in range(steps):
         mid = (lo + hi) / 2
-        ok, a = attempt(math.exp(mid))
-        if ok:
-            lo, best = mid, (math.exp(mid), a)
+        if attempt(math.exp(mid)):
+            lo, best = mid, math.exp(mid)
         else:
             hi = mid
     return best
 
 
-def run_beyond(x, y, spec, caps, shares, algorithm="best-fit", clairvoyance=1.0, data="inst",
-               rebalance=True, headroom=1.0):
-    """Metrics of one point with machine types caps/shares (one type for a
-    plain capacity)."""
+def machine_types(capacity):
+    """(capacities, shares) of a number or a fleet spec "C:S,..."."""
+    if isinstance(capacity, str):
+        pairs = [p.split(":") for p in capacity.split(",")]
+        return [float(c) for c, _ in pairs], [float(s) for _, s in pairs]
+    return [float(capacity)], [1.0]
+
+
+def run(x, y, spec, capacity=1.0, algorithm="best-fit", clairvoyance=1.0, data="inst", rebalance=True,
+        headroom=1.0):
+    """The metrics of one grid point (SPEC §2–5) for any estimator and a
+    capacity that is a number or a fleet spec."""
+    caps, shares = machine_types(capacity)
     R = x.shape[1]
-    if clairvoyance == 1.0:
-        k, first = R, 0
-    else:
-        k = max(1, math.floor(clairvoyance * R + 0.5))
-        first = k
-    source = x if data == "inst" else y
-    observed = source[:, :k]
+    k, first = split(clairvoyance, R)
+    observed = (x if data == "inst" else y)[:, :k]
     rho = None
     if spec.startswith("gpa-cal:"):
-        rho, assign = calibrate(observed, float(spec.split(":")[1]), caps, shares, algorithm, rebalance, headroom)
-        o = np.asarray(observed, dtype=np.float64)
-        z = float(ndtri(1 - rho))
-        V = np.stack([o.mean(axis=1), o.var(axis=1)], 1)
-        load_state = lambda S: state_load(S, "gauss", z)  # noqa: E731
-        _, types, standalone = pack_beyond(V, load_state, None, [headroom * c for c in caps], shares, algorithm,
-                                           rebalance)
-    else:
-        V, load_state, fits_state = beyond_model(observed, spec, headroom * min(caps))
-        assign, types, standalone = pack_beyond(V, load_state, fits_state, [headroom * c for c in caps], shares,
-                                                algorithm, rebalance)
+        rho = calibrate(observed, float(spec.split(":")[1]), caps, shares, algorithm, rebalance, headroom)
+        spec = f"gpa:{rho!r}"
+    V, load_state, fits_state = model(observed, spec, headroom * min(caps))
+    assign, types, standalone = pack_model(V, load_state, fits_state, [headroom * c for c in caps], shares,
+                                           algorithm, rebalance)
     bin_caps = [caps[t] for t in types]
     counts, excess = violations_per_bin(x[:, first:], assign, bin_caps)
     m_abs = int(assign.max()) + 1
@@ -336,3 +281,72 @@ def run_beyond(x, y, spec, caps, shares, algorithm="best-fit", clairvoyance=1.0,
         severity=float(np.mean(excess)) if excess else 0.0, rho=rho,
         oversize=int(np.count_nonzero(standalone > headroom * np.array(bin_caps)[assign])),
     )
+
+
+# ---------------------------------------------------------------- realization
+
+def store(series, n_tasks, n_realizations, seed, sampling):
+    """SPEC §8 written out line by line: (x, y, task_id)."""
+    rows = np.random.default_rng([seed, 0]).choice(series.n_tasks, n_tasks, replace=False)
+    x = np.empty((n_tasks, n_realizations), dtype=np.float32)
+    y = np.empty_like(x)
+    for j, k in enumerate(rows):
+        inst, avg = series.task(int(k))
+        g = np.random.default_rng([seed, 1, j])
+        ix = g.integers(0, len(inst), n_realizations)
+        iy = ix if sampling == "paired" else g.integers(0, len(inst), n_realizations)
+        x[j] = inst[ix]
+        y[j] = avg[iy]
+    return x, y, series.task_id[rows]
+
+
+def aligned_store(series, n_tasks, R, seed):
+    """The time-aligned recipe (docs/estimators.md), one realization at a
+    time: (x, y)."""
+    rows = np.random.default_rng([seed, 0]).choice(series.n_tasks, n_tasks, replace=False)
+    starts = [np.asarray(series.start_time[series.offsets[k]:series.offsets[k + 1]]) for k in range(series.n_tasks)]
+    t0 = min(int(s.min()) for s in starts if len(s))
+    t1 = max(int(s.max()) for s in starts if len(s)) + WINDOW_US
+    tau = np.random.default_rng([seed, 2]).integers(t0, t1, R)
+    x = np.empty((n_tasks, R), dtype=np.float32)
+    y = np.empty_like(x)
+    for j, k in enumerate(rows):
+        inst, avg = series.task(int(k))
+        s = starts[k]
+        own = np.random.default_rng([seed, 1, j]).integers(0, len(inst), R)
+        for t in range(R):
+            covering = [r for r in range(len(s)) if s[r] <= tau[t] < s[r] + WINDOW_US]
+            # the last covering record in start-time order (stable for ties)
+            r = max(covering, key=lambda r: (s[r], r)) if covering else own[t]
+            x[j, t], y[j, t] = inst[r], avg[r]
+    return x, y
+
+
+# ---------------------------------------------------------------- characterization
+
+def anderson_darling(values) -> float:
+    """SciPy's A^2 for normality with estimated mean and std."""
+    return float(scipy.stats.anderson(np.asarray(values, dtype=np.float64), dist="norm",
+                                      method="interpolate").statistic)
+
+
+def nested_sums(x, samples, sizes):
+    """A^2 and mean of the float64 sums (in row order) of nested samples."""
+    a2 = np.empty((len(samples), len(sizes)))
+    mean = np.empty_like(a2)
+    for r, rows in enumerate(samples):
+        for s, n in enumerate(sizes):
+            total = np.zeros(x.shape[1])
+            for row in rows[:n]:
+                total += x[row]
+            a2[r, s] = anderson_darling(total)
+            mean[r, s] = total.mean()
+    return a2, mean
+
+
+def phases(u, level, n_phases, a, b, p, pi):
+    """The built-in population's window kernel: (inst, avg) per window."""
+    v = u.reshape(-1, n_phases)
+    f = np.where(v < pi, a + b * np.power(v / pi, p), 0.0)
+    x = np.minimum(level[:, None] * f, 1.0)
+    return x[:, 0], x.sum(axis=1) / n_phases

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from colosim import characterize as ch
+from colosim.analysis import characterize as ch
 from colosim.cli import app
-from colosim.plots.section3 import OUTPUT_FILES
+from colosim.analysis.characterize_report import OUTPUT_FILES
 from colosim.io import StoreWriter, open_series, open_store, write_series
-from colosim.realize import realize
+from colosim.sources.realize import realize
 
 runner = CliRunner()
 
@@ -246,11 +246,13 @@ def test_any_series_source_is_characterized_like_its_file(tmp_path):
 
 
 def test_parse_sizes():
-    assert ch.parse_sizes("10:50:20") == (10, 30, 50)
-    assert ch.parse_sizes("50, 10,10") == (10, 50)
+    from colosim.cli import _sizes
+
+    assert _sizes("10:50:20") == (10, 30, 50)
+    assert _sizes("50, 10,10") == (10, 50)
     for bad in ("", "a,b", "10:20", "0,5", "1:9:0"):
         with pytest.raises(ValueError, match="--sizes"):
-            ch.parse_sizes(bad)
+            _sizes(bad)
 
 
 # ---------------------------------------------------------------- CLI

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series
-from colosim.trace.google2011 import ingest_google2011
+from colosim.sources.google2011 import ingest_google2011
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series
-from colosim.trace.google2019 import ingest_google2019
+from colosim.sources.google2019 import ingest_google2019
 
 runner = CliRunner()
 HEADER = ["time", "collection_id", "instance_index", "machine_id", "avg_cpu_usage", "max_cpu_usage",

@@ -9,16 +9,16 @@ import pytest
 from typer.testing import CliRunner
 
 from colosim.cli import app
-from colosim.plots import section5
-from colosim.plots.section5 import (
+from colosim.figures import results as section5
+from colosim.figures.results import (
     QAxis,
     plot_results,
-    rebalancing_gains,
     reference,
     select,
     supported_figures,
 )
-from colosim.sweep import COLUMNS, rows_to_csv
+from colosim.analysis.summary import rebalancing_gains
+from colosim.io.results import COLUMNS, csv_text as rows_to_csv
 
 runner = CliRunner()
 
@@ -165,7 +165,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         "range.csv": (good.replace(",0.02,", ",1.5,", 1), "line 3: q and q_max"),
         "spec.csv": (good.replace("gpa:0.01", "gpa:7", 1), "line 2"),
         "data.csv": (good.replace(",inst,", ",peak,", 1), "line 2: data"),
-        "short.csv": (good + "3,gpa:0.01,best-fit\n", "line 4: malformed row"),
+        "short.csv": (good + "3,gpa:0.01,best-fit\n", "line 4: 3 values for 15 columns"),
     }
     for name, (text, message) in cases.items():
         (tmp_path / name).write_text(text)

@@ -12,24 +12,11 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series, open_store, write_series
-from colosim.realize import realize
+from colosim.sources.realize import realize
+
+from . import naive
 
 runner = CliRunner()
-
-
-def naive_store(series, n_tasks, n_realizations, seed, sampling):
-    """SPEC §8 written out line by line."""
-    rows = np.random.default_rng([seed, 0]).choice(series.n_tasks, n_tasks, replace=False)
-    x = np.empty((n_tasks, n_realizations), dtype=np.float32)
-    y = np.empty_like(x)
-    for j, k in enumerate(rows):
-        inst, avg = series.task(int(k))
-        g = np.random.default_rng([seed, 1, j])
-        ix = g.integers(0, len(inst), n_realizations)
-        iy = ix if sampling == "paired" else g.integers(0, len(inst), n_realizations)
-        x[j] = inst[ix]
-        y[j] = avg[iy]
-    return x, y, series.task_id[rows]
 
 
 def make_series(path, lengths, seed=0):
@@ -61,7 +48,7 @@ def test_bytes_equal_the_naive_recipe(series, tmp_path, sampling, threads, block
     out = tmp_path / "store.h5"
     realize(series, out, n_tasks=10, n_realizations=257, seed=11, sampling=sampling,
             threads=threads, block_rows=block_rows)
-    x, y, task_id = naive_store(series, 10, 257, 11, sampling)
+    x, y, task_id = naive.store(series, 10, 257, 11, sampling)
     with open_store(out) as store:
         assert store.x.tobytes() == x.tobytes()
         assert store.y.tobytes() == y.tobytes()
@@ -96,7 +83,7 @@ def test_any_series_any_threads_matches_naive(tmp_path_factory, lengths, data, s
     sampling = data.draw(st.sampled_from(["independent", "paired"]))
     realize(series, folder / "st.h5", n_tasks=n_tasks, n_realizations=n_realizations, seed=seed,
             sampling=sampling, threads=threads, block_rows=data.draw(st.integers(1, 5)))
-    x, y, _ = naive_store(series, n_tasks, n_realizations, seed, sampling)
+    x, y, _ = naive.store(series, n_tasks, n_realizations, seed, sampling)
     with open_store(folder / "st.h5") as store:
         assert store.x.tobytes() == x.tobytes() and store.y.tobytes() == y.tobytes()
 
@@ -116,7 +103,7 @@ def test_cli_realize(series, tmp_path):
     result = runner.invoke(app, ["realize", str(series.path), "--out", str(out), "--tasks", "4",
                                  "--realizations", "64", "--seed", "3", "--sampling", "paired", "--threads", "2"])
     assert result.exit_code == 0, result.output
-    x, y, _ = naive_store(series, 4, 64, 3, "paired")
+    x, y, _ = naive.store(series, 4, 64, 3, "paired")
     with open_store(out) as store:
         assert np.array_equal(store.x, x) and np.array_equal(store.y, y)
         assert store.attrs["source"]["sha256"]

@@ -11,11 +11,10 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.config import load_config
 from colosim.errors import InputError
-from colosim.reproduce import (
+from colosim.analysis.claims import (
     FAILS,
     HOLDS,
     MISSING,
-    SCALES,
     Results,
     claim_avg_ratio,
     claim_capacity,
@@ -32,8 +31,8 @@ from colosim.reproduce import (
     evaluate_claims,
     frequency_holds,
     resolution,
-    scale_config,
 )
+from colosim.runner.reproduce import SCALES, scale_config
 
 from .conftest import write_random_store
 from .test_plots import make_row
@@ -228,10 +227,10 @@ def test_scale_config_small_is_documented_transformation():
         assert (small.source.tasks, small.source.realizations) == (3000, 2000)
         assert (small.instances.count, small.instances.tasks) == (10, 200)
         assert small.instances.seed == paper.instances.seed and small.source.seed == paper.source.seed
-        assert small.grid == paper.grid and small.source.path is None
+        assert small.grid == paper.grid and small.source.store is None
         assert small.fingerprint() != paper.fingerprint()
         s = SCALES["small"]
-        assert small.points() == paper.points() and s.tasks <= s.store_tasks
+        assert small.points == paper.points and s.tasks <= s.store_tasks
 
 
 def test_scale_keeps_a_store_source_and_rejects_unknown_scales(tmp_path):

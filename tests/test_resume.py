@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import colosim.sweep as sweep_module
+import colosim.runner.sweep as sweep_module
 from colosim.cli import app
 from colosim.config import load_config
 
@@ -55,15 +55,15 @@ def test_interrupted_sweep_resumes_with_only_the_missing_instances(workdir, monk
     out = workdir / "r.csv"
     calls = []
     interrupt_at = [3]
-    real = sweep_module.compute_instance
+    real = sweep_module.instance_results
 
-    def counting(config, store_path, k):
+    def counting(config, store, k):
         calls.append(k)
         if len(calls) == interrupt_at[0]:
             raise KeyboardInterrupt
-        return real(config, store_path, k)
+        return real(config, store, k)
 
-    monkeypatch.setattr(sweep_module, "compute_instance", counting)
+    monkeypatch.setattr(sweep_module, "instance_results", counting)
     with pytest.raises(sweep_module.Interrupted) as info:
         sweep_module.sweep(cfg, workdir / "store.h5", out)
     assert info.value.done == 2 and not out.exists()
@@ -78,10 +78,10 @@ def test_interrupted_sweep_resumes_with_only_the_missing_instances(workdir, monk
 
 
 def test_ctrl_c_exits_130_and_says_how_to_resume(workdir, monkeypatch):
-    def interrupt(config, store_path, k):
+    def interrupt(config, store, k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep_module, "compute_instance", interrupt)
+    monkeypatch.setattr(sweep_module, "instance_results", interrupt)
     res = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "r.csv"])
     assert res.exit_code == 130
     assert "run the same command again to resume" in res.output
@@ -140,9 +140,9 @@ def test_dask_local_cluster_gives_identical_bytes(workdir):
 
 def test_unreachable_scheduler_is_an_input_error(workdir, monkeypatch):
     pytest.importorskip("dask.distributed")
-    import colosim.backends
+    import colosim.runner.backends
 
-    monkeypatch.setattr(colosim.backends, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(colosim.runner.backends, "CONNECT_TIMEOUT", "1s")
     res = CliRunner().invoke(app, ["sweep", "sweep.toml", "--out", "x.csv", "--backend", "dask",
                                    "--scheduler", "tcp://127.0.0.1:9"])
     assert res.exit_code == 2 and "--scheduler tcp://127.0.0.1:9" in res.output

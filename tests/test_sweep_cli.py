@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import colosim
 from colosim.cli import app
-from colosim.sweep import COLUMNS, instance_rows
+from colosim.io.results import COLUMNS
+from colosim.runner.sweep import instance_rows
 
 from .conftest import write_random_store
 
@@ -194,3 +195,73 @@ def test_synthetic_source_reuses_only_a_matching_store(workdir):
     res = invoke("sweep", "s2.toml", "--out", "s2.csv", "-q")
     assert res.exit_code == 2 and "seed 1 (config: 2)" in res.output
     assert (workdir / "syn.h5").read_bytes() == made and not (workdir / "s2.csv").exists()
+
+
+# ------------------------------------------- extra columns: gpa-cal, fleets
+
+EXTRA_GRID = """estimator = ["gpa:0.01", "gpa-cal:0.01", "emp:0.01"]
+algorithm = ["best-fit", "first-fit-decreasing"]
+capacity = [1.0, "1:0.5,0.5:0.5"]
+clairvoyance = [0.5]
+"""
+
+
+def test_sweep_appends_rho_and_per_type_columns(tmp_path, small_store, monkeypatch):
+    from colosim.io.results import EXTRA_COLUMNS
+    from colosim.runner.sweep import read_results
+
+    from .conftest import write_config
+
+    _, x, y = small_store
+    write_config(tmp_path, EXTRA_GRID, name="sweep.toml")
+    monkeypatch.chdir(tmp_path)
+    res = invoke("sweep", "sweep.toml", "--out", "r.csv")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(Path("r.csv").read_text().splitlines()))
+    assert tuple(rows[0]) == COLUMNS + EXTRA_COLUMNS
+    assert len(rows) == 2 * 3 * 2 * 2
+    typed = read_results("r.csv")
+    for r, t in zip(rows, typed):
+        assert (r["calibrated_rho"] != "") == (r["estimator"] == "gpa-cal:0.01")
+        assert (r["m_abs_by_type"] != "") == (r["capacity"] == "1:0.5,0.5:0.5")
+        idx = instance_rows(5, t["instance"], 120, 40)
+        want = colosim.run(x[idx], y[idx], t["estimator"], t["capacity"], t["algorithm"], t["clairvoyance"])
+        assert t["m_abs"] == want.m_abs and t["q"] == want.q and t["severity"] == want.severity
+        assert t["calibrated_rho"] == want.calibrated_rho
+        assert t["m_abs_by_type"] == want.m_abs_by_type and t["q_by_type"] == want.q_by_type
+    again = invoke("sweep", "sweep.toml", "--out", "r.csv")
+    assert again.exit_code == 0 and "nothing recomputed" in again.output
+    info = invoke("info", "r.csv")
+    assert info.exit_code == 0 and "1:0.5,0.5:0.5" in info.output
+
+
+@pytest.mark.parametrize("line, culprit", [
+    ('capacity = ["1:0.5;0.5:0.5"]', "1:0.5;0.5:0.5"),
+    ('algorithm = ["next-fit-decreasing"]', "next-fit-decreasing"),
+    ('estimator = ["emp:2"]', "emp:2"),
+    ('capacity = [1, 1.0]', "twice"),
+    ('estimator = ["gpa:0.01", "gpa:0.010"]', "twice"),
+])
+def test_sweep_config_rejects_bad_grid_values(tmp_path, line, culprit):
+    from .conftest import write_config
+
+    path = write_config(tmp_path, line)
+    (tmp_path / "store.h5").write_bytes(b"")
+    res = invoke("sweep", str(path), "--out", str(tmp_path / "r.csv"))
+    assert res.exit_code == 2
+    assert culprit in res.output and "c.toml" in res.output
+
+
+def test_equal_configs_written_differently_have_one_fingerprint(tmp_path):
+    from colosim.config import load_config
+
+    from .conftest import write_config
+
+    a = load_config(write_config(tmp_path, 'capacity = [1, 0.5]\nestimator = ["GPA:0.010", "perc:1e2"]',
+                                 name="a.toml"))
+    b = load_config(write_config(tmp_path, 'capacity = [1.0, 0.5]\nestimator = ["gpa:0.01", "perc:100"]',
+                                 name="b.toml"))
+    c = load_config(write_config(tmp_path, 'capacity = [0.5, 1.0]\nestimator = ["gpa:0.01", "perc:100"]',
+                                 name="c.toml"))
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+    assert a.points == b.points

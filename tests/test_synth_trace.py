@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from colosim.cli import app
 from colosim.io import open_series, open_store
-from colosim.trace.synth_trace import write_synthetic_trace
-from colosim.trace.synthetic import SyntheticPopulation
+from colosim.sources.trace_writer import write_synthetic_trace
+from colosim.sources.population import SyntheticPopulation
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""The built-in synthetic population (colosim.trace.synthetic, SPEC §12)."""
+"""The built-in synthetic population (colosim.sources.population, SPEC §12)."""
 
 import hashlib
 
@@ -10,9 +10,12 @@ from scipy import stats
 
 from colosim.errors import InputError
 from colosim.io import open_series, open_store, write_series
-from colosim.realize import draw_indices, realize
-from colosim.trace import synthetic as syn
-from colosim.trace.synthetic import (
+from colosim.sources.realize import draw_indices, realize
+
+from . import naive
+from colosim.kernels.population import phases
+from colosim.sources import population as syn
+from colosim.sources.population import (
     MAX_RECORDS,
     MIN_RECORDS,
     TRACE_START_US,
@@ -128,14 +131,6 @@ def test_inst_same_mean_as_avg_but_more_variable():
 
 
 # ------------------------------------------------------ model components
-def naive_phases(u, level, n_phases, a, b, p, pi):
-    """Reference of the window kernel, in plain NumPy."""
-    v = u.reshape(-1, n_phases)
-    f = np.where(v < pi, a + b * np.power(v / pi, p), 0.0)
-    x = np.minimum(level[:, None] * f, 1.0)
-    return x[:, 0], x.sum(axis=1) / n_phases
-
-
 @given(
     cv2=st.floats(0.0, 400.0),
     shape=st.floats(0.05, 4.0),
@@ -151,8 +146,8 @@ def test_phases_kernel_matches_naive(cv2, shape, p_on, n_phases, seed):
     u = g.random(T * n_phases)
     inst = np.empty(T)
     avg = np.empty(T)
-    syn._phases_kernel(u, level, n_phases, a, b, p, pi, inst, avg)
-    ri, ra = naive_phases(u, level, n_phases, a, b, p, pi)
+    phases(u, level, n_phases, a, b, p, pi, inst, avg)
+    ri, ra = naive.phases(u, level, n_phases, a, b, p, pi)
     np.testing.assert_allclose(inst, ri, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(avg, ra, rtol=1e-12, atol=1e-15)
 

@@ -14,30 +14,12 @@ import colosim
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series, open_store, write_series
-from colosim.realize import WINDOW_US, realize
+from colosim.io.series import WINDOW_US
+from colosim.sources.realize import realize
+
+from . import naive
 
 DAY_US = 86_400 * 1_000_000
-
-
-def naive_aligned(series, n_tasks, R, seed):
-    """The time-aligned recipe, one realization at a time."""
-    rows = np.random.default_rng([seed, 0]).choice(series.n_tasks, n_tasks, replace=False)
-    starts = [np.asarray(series.start_time[series.offsets[k]:series.offsets[k + 1]]) for k in range(series.n_tasks)]
-    t0 = min(int(s.min()) for s in starts if len(s))
-    t1 = max(int(s.max()) for s in starts if len(s)) + WINDOW_US
-    tau = np.random.default_rng([seed, 2]).integers(t0, t1, R)
-    x = np.empty((n_tasks, R), dtype=np.float32)
-    y = np.empty_like(x)
-    for j, k in enumerate(rows):
-        inst, avg = series.task(int(k))
-        s = starts[k]
-        own = np.random.default_rng([seed, 1, j]).integers(0, len(inst), R)
-        for t in range(R):
-            covering = [r for r in range(len(s)) if s[r] <= tau[t] < s[r] + WINDOW_US]
-            # the last covering record in start-time order (stable for ties)
-            r = max(covering, key=lambda r: (s[r], r)) if covering else own[t]
-            x[j, t], y[j, t] = inst[r], avg[r]
-    return x, y
 
 
 def daily_series(path, n_tasks, seed=0, amplitude=0.6, shuffle=False):
@@ -83,7 +65,7 @@ def test_bytes_equal_the_naive_recipe(daily, tmp_path, threads, block_rows):
     out = tmp_path / "s.h5"
     realize(daily, out, n_tasks=25, n_realizations=150, seed=9, sampling="time-aligned",
             threads=threads, block_rows=block_rows)
-    want_x, want_y = naive_aligned(daily, 25, 150, 9)
+    want_x, want_y = naive.aligned_store(daily, 25, 150, 9)
     with open_store(out) as st_:
         np.testing.assert_array_equal(np.asarray(st_.x), want_x)
         np.testing.assert_array_equal(np.asarray(st_.y), want_y)
@@ -95,7 +77,7 @@ def test_bytes_equal_the_naive_recipe(daily, tmp_path, threads, block_rows):
 def test_recipe_holds_for_any_seed(daily, tmp_path_factory, seed, R):
     out = tmp_path_factory.mktemp("p") / "s.h5"
     realize(daily, out, n_tasks=6, n_realizations=R, seed=seed, sampling="time-aligned", threads=1)
-    want_x, want_y = naive_aligned(daily, 6, R, seed)
+    want_x, want_y = naive.aligned_store(daily, 6, R, seed)
     with open_store(out) as st_:
         np.testing.assert_array_equal(np.asarray(st_.x), want_x)
         np.testing.assert_array_equal(np.asarray(st_.y), want_y)
@@ -146,7 +128,7 @@ def test_cli_realize_time_aligned_and_bad_sampling(daily, tmp_path):
 # ------------------------------------------------- synthetic daily pattern
 
 def test_synthetic_daily_pattern_and_time_range():
-    from colosim.trace.synthetic import DAY_US, PopulationModel, SyntheticPopulation
+    from colosim.sources.population import DAY_US, PopulationModel, SyntheticPopulation
 
     plain = SyntheticPopulation(30, seed=4)
     daily = SyntheticPopulation(30, seed=4, model=PopulationModel(daily_amplitude=0.5))
@@ -168,12 +150,12 @@ def test_synthetic_daily_pattern_and_time_range():
 
 def test_synthetic_time_aligned_store_matches_the_recipe(tmp_path):
     from colosim.io import write_series
-    from colosim.trace.synthetic import PopulationModel, SyntheticPopulation
+    from colosim.sources.population import PopulationModel, SyntheticPopulation
 
     pop = SyntheticPopulation(12, seed=2, model=PopulationModel(daily_amplitude=0.3))
     realize(pop, tmp_path / "s.h5", n_tasks=8, n_realizations=60, seed=5, sampling="time-aligned", threads=2)
     write_series(tmp_path / "p.h5", **pop.to_series_arrays(), source=pop.source, filters={})
-    want_x, want_y = naive_aligned(open_series(tmp_path / "p.h5"), 8, 60, 5)
+    want_x, want_y = naive.aligned_store(open_series(tmp_path / "p.h5"), 8, 60, 5)
     with open_store(tmp_path / "s.h5") as s:
         np.testing.assert_array_equal(np.asarray(s.x), want_x)
         np.testing.assert_array_equal(np.asarray(s.y), want_y)

@@ -23,6 +23,10 @@ from .atomic import atomic_path
 SERIES_FORMAT = "colosim-series"
 USAGE_DTYPE = np.dtype("<f4")
 
+#: length of one record's window (Google 2011 and 2019: 5 minutes), in the
+#: traces' time unit (microseconds)
+WINDOW_US = 300_000_000
+
 
 @dataclass
 class Series:
@@ -52,6 +56,86 @@ class Series:
         """(inst, avg) records of task k."""
         a, b = int(self.offsets[k]), int(self.offsets[k + 1])
         return np.asarray(self.inst[a:b]), np.asarray(self.avg[a:b])
+
+    def records(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(inst, avg, start_time) records of task k."""
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        return np.asarray(self.inst[a:b]), np.asarray(self.avg[a:b]), np.asarray(self.start_time[a:b])
+
+    def time_range(self) -> tuple[int, int]:
+        """``(T0, T1)``: the earliest record start and the latest record
+        start plus one window (records are sorted by start time, SPEC §7)."""
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        nonempty = offsets[1:] > offsets[:-1]
+        if not nonempty.any():
+            raise InputError(f"{self.path or 'series'}: the series has no records")
+        firsts = np.asarray(self.start_time)[offsets[:-1][nonempty]]
+        lasts = np.asarray(self.start_time)[offsets[1:][nonempty] - 1]
+        return int(firsts.min()), int(lasts.max()) + WINDOW_US
+
+    def reader(self) -> "SeriesReader":
+        """A reader of single tasks for a pass over many of them (a context
+        manager; see :class:`SeriesReader`)."""
+        return SeriesReader(self)
+
+    def close(self) -> None:
+        for arr in (self.inst, self.avg, self.start_time):
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None:
+                mm.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SeriesReader:
+    """Reads tasks of a series file with ``pread`` rather than through its
+    memory maps: the pages of a map would count toward the resident set, and
+    a store drawn from a large series would then hold much of it in memory.
+    For a series held in memory, reads its arrays."""
+
+    def __init__(self, series: Series):
+        self.series = series
+        self.n_tasks = series.n_tasks
+        self.task_id = series.task_id
+        arrays = (series.inst, series.avg, series.start_time)
+        mapped = all(isinstance(a, np.memmap) and a.filename for a in arrays) and hasattr(os, "preadv")
+        self._fd = os.open(series.inst.filename, os.O_RDONLY) if mapped else None
+
+    def _read(self, arr, k: int) -> np.ndarray:
+        a, b = int(self.series.offsets[k]), int(self.series.offsets[k + 1])
+        if self._fd is None:
+            return np.asarray(arr[a:b])
+        buf = np.empty(b - a, dtype=arr.dtype)
+        view = memoryview(buf).cast("B")
+        base = int(arr.offset) + a * arr.dtype.itemsize
+        got = 0
+        while got < len(view):
+            n = os.preadv(self._fd, [view[got:]], base + got)
+            if n == 0:
+                raise InputError(f"{self.series.path}: truncated (task {k})")
+            got += n
+        return buf
+
+    def task(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._read(self.series.inst, k), self._read(self.series.avg, k)
+
+    def records(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (*self.task(k), self._read(self.series.start_time, k))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def validate_series_arrays(where, task_id, offsets, inst, avg, start_time) -> None:

@@ -8,7 +8,7 @@ as SciPy does for ``dist="norm"`` (mean and ``ddof=1`` std estimated from the
 data; ``A2 = -n - sum((2i - 1)/n * (log Phi(w_i) + log Phi(-w_{n+1-i})))``),
 and tested against SciPy on random inputs.
 
-Three layers (STYLE "Kernels"): :func:`anderson_darling_normal` and
+Three layers: :func:`anderson_darling_normal` and
 :func:`nested_sum_statistics` validate and convert; ``_nested_sums`` is the
 parallel driver (one sample per ``prange`` iteration, outputs indexed by sample,
 so no two iterations write the same element and the results do not depend on
@@ -23,6 +23,9 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
+from ._sort import sort_float64
+
+__all__ = ["anderson_darling_normal", "nested_sum_statistics"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _LOG_SQRT_PI = 0.5 * math.log(math.pi)
@@ -98,62 +101,6 @@ def _a2_sorted(y):
     return -n - total / n
 
 
-_SIGN = np.uint64(1) << np.uint64(63)
-_BYTE = np.uint64(255)
-
-
-@jit
-def _radix_sort(a, keys, scratch):
-    """Sort the float64 array ``a`` in place (LSD radix sort, 8 passes of 8
-    bits, passes where every key has the same byte skipped).
-
-    Floats map to unsigned keys whose order is the numeric order (negative:
-    all bits flipped; otherwise the sign bit set). ``keys`` and ``scratch``
-    are uint64 work arrays of a's length. About 8x faster than quicksort
-    on the 10,000 sums of a Table 1 sample.
-    """
-    n = a.shape[0]
-    if n < 2:
-        return
-    bits = a.view(np.uint64)
-    for i in range(n):
-        u = bits[i]
-        keys[i] = ~u if (u & _SIGN) else (u | _SIGN)
-    counts = np.zeros((8, 256), dtype=np.int64)
-    for i in range(n):
-        u = keys[i]
-        for p in range(8):
-            counts[p, (u >> np.uint64(8 * p)) & _BYTE] += 1
-    src = keys
-    dst = scratch
-    for p in range(8):
-        shift = np.uint64(8 * p)
-        c = counts[p]
-        if c[(src[0] >> shift) & _BYTE] == n:
-            continue
-        total = 0
-        for b in range(256):
-            k = c[b]
-            c[b] = total
-            total += k
-        for i in range(n):
-            d = (src[i] >> shift) & _BYTE
-            dst[c[d]] = src[i]
-            c[d] += 1
-        src, dst = dst, src
-    for i in range(n):
-        u = src[i]
-        bits[i] = (u ^ _SIGN) if (u & _SIGN) else ~u
-
-
-def sort_float64(values) -> np.ndarray:
-    """A sorted float64 copy of ``values`` by :func:`_radix_sort` (exposed for
-    tests; equals ``np.sort`` for values without NaN)."""
-    a = np.array(values, dtype=np.float64).ravel()
-    _radix_sort(a, np.empty(a.size, np.uint64), np.empty(a.size, np.uint64))
-    return a
-
-
 @pjit
 def _a2_rows(values, out):
     for r in prange(values.shape[0]):
@@ -213,7 +160,7 @@ def _nested_sums(x, samples, sizes, a2, total_mean, bad_row):
                 y[t] = acc[t]
                 m += acc[t]
             total_mean[r, s] = m / n_real
-            _radix_sort(y, keys, scratch)
+            sort_float64(y, keys, scratch)
             a2[r, s] = _a2_sorted(y)
 
 

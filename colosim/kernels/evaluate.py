@@ -1,48 +1,37 @@
 """Per-bin running sums over the evaluation columns and the violation counts
-q_j (SPEC §5), for many packings of one instance at once.
+q_j (SPEC §5), for all packings of one instance at once.
 
 Packings of the same instance share most of their bins (a rebalanced packing
 differs from its online packing only in the bins that gave or took tasks;
 First Fit and Best Fit often open the same first bins), so bins are
 deduplicated first: each distinct set of tasks is summed once, and its sums
-are compared with every capacity it is used with.
+are compared with every (capacity, first evaluation column) it is judged
+at — a *triple* (bin, capacity, first column). A bin's capacity is its own,
+so packings onto mixed fleets are judged by the same code.
 
-The evaluation is cache-tiled: the instance's columns are laid out in
-contiguous tiles, and every distinct bin is summed over a tile (in ascending
-instance position) before moving to the next tile. float32 data is summed in
-float32 — twice the SIMD lanes of float64 — and the few sums that lie within
-their rounding error of the capacity are recomputed in float64, so the
-counts are exactly those of float64 sums. Tiles are grouped into a fixed number of chunks run in parallel, each
-with its own accumulators, merged in chunk order afterwards: counts and
-severity sums are the same bits whatever the thread count.
+The columns come laid out in contiguous tiles (:mod:`colosim.kernels.tiles`);
+every distinct bin is summed over a tile (in ascending instance position)
+before moving to the next tile. float32 data is summed in float32 — twice
+the SIMD lanes of float64 — and the few sums that lie within their rounding
+error of the capacity are recomputed in float64, so the counts are exactly
+those of float64 sums. Tiles are grouped into a fixed number of chunks run
+in parallel, each with its own accumulators, merged in chunk order
+afterwards: counts and severity sums are the same bits whatever the thread
+count.
+
+:func:`count_violations` is the one entry.
 """
 
 import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
+from ._bins import bin_members
+from .tiles import TILE
 
-TILE = 128
+__all__ = ["count_violations"]
+
 CHUNKS = 32
-
-
-@jit
-def bin_members(assign, n_bins):
-    """CSR member lists of a packing's bins, each in ascending position:
-    bin j holds ``members[start[j]:start[j + 1]]``."""
-    n = assign.shape[0]
-    start = np.zeros(n_bins + 1, dtype=np.int64)
-    for i in range(n):
-        start[assign[i] + 1] += 1
-    for j in range(n_bins):
-        start[j + 1] += start[j]
-    fill = start[:-1].copy()
-    members = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        j = assign[i]
-        members[fill[j]] = i
-        fill[j] += 1
-    return members, start
 
 
 @jit
@@ -56,17 +45,19 @@ def _table_size(n):
 
 
 @jit
-def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys):
+def _deduplicate(assigns, n_bins, bin_cap, n_caps, first_index, n_firsts, keys):
     """Distinct bins over packings ``p`` (rows of ``assigns``) and the
-    distinct (bin, capacity, first evaluation column) triples to count.
+    distinct (bin, capacity, first column) triples to count.
 
-    A bin's hash is the sum of its tasks' random ``keys``; bins and triples
-    are looked up in open-addressing tables (linear probing), and bins with
+    ``bin_cap[p, j]`` is the capacity index of packing p's bin j,
+    ``first_index[p]`` the index of its first evaluation column. A bin's
+    hash is the sum of its tasks' random ``keys``; bins and triples are
+    looked up in open-addressing tables (linear probing), and bins with
     equal hashes are compared member by member.
 
-    Returns ``members, ustart`` (CSR of distinct bins), ``pair_bin``,
-    ``pair_cap``, ``pair_first`` (one entry per distinct triple) and
-    ``bin_pair`` (P, max m): the triple of packing p's bin j.
+    Returns ``members, ustart`` (CSR of distinct bins), ``triple_bin``,
+    ``triple_cap``, ``triple_first`` (one entry per distinct triple) and
+    ``bin_triple`` (P, max m): the triple of packing p's bin j.
     """
     P, n = assigns.shape
     max_m = 0
@@ -74,20 +65,20 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
     for p in range(P):
         max_m = max(max_m, n_bins[p])
         total += n_bins[p]
-    bin_pair = np.full((P, max_m), -1, dtype=np.int64)
+    bin_triple = np.full((P, max_m), -1, dtype=np.int64)
     members = np.empty(P * n, dtype=np.int64)
     ustart = np.zeros(total + 1, dtype=np.int64)
     uhash = np.empty(total, dtype=np.uint64)
     size = _table_size(total)
     mask = np.uint64(size - 1)
     bins_at = np.full(size, -1, dtype=np.int64)  # slot -> distinct bin
-    pairs_at = np.full(size, -1, dtype=np.int64)  # slot -> triple
-    pair_key = np.empty(total, dtype=np.int64)
-    pair_bin = np.empty(total, dtype=np.int64)
-    pair_cap = np.empty(total, dtype=np.int64)
-    pair_first = np.empty(total, dtype=np.int64)
+    triples_at = np.full(size, -1, dtype=np.int64)  # slot -> triple
+    triple_key = np.empty(total, dtype=np.int64)
+    triple_bin = np.empty(total, dtype=np.int64)
+    triple_cap = np.empty(total, dtype=np.int64)
+    triple_first = np.empty(total, dtype=np.int64)
     n_unique = 0
-    n_pairs = 0
+    n_triples = 0
     for p in range(P):
         mem, start = bin_members(assigns[p], n_bins[p])
         for j in range(n_bins[p]):
@@ -119,59 +110,27 @@ def deduplicate(assigns, n_bins, cap_index, n_caps, first_index, n_firsts, keys)
                 uhash[uid] = h
                 bins_at[slot] = uid
                 n_unique += 1
-            key = (uid * n_caps + cap_index[p]) * n_firsts + first_index[p]
+            cap = bin_cap[p, j]
+            key = (uid * n_caps + cap) * n_firsts + first_index[p]
             hk = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
             slot = (hk >> np.uint64(32)) & mask
-            pid = -1
-            while pairs_at[slot] >= 0:
-                if pair_key[pairs_at[slot]] == key:
-                    pid = pairs_at[slot]
+            tid = -1
+            while triples_at[slot] >= 0:
+                if triple_key[triples_at[slot]] == key:
+                    tid = triples_at[slot]
                     break
                 slot = (slot + np.uint64(1)) & mask
-            if pid < 0:
-                pid = n_pairs
-                pairs_at[slot] = pid
-                pair_key[pid] = key
-                pair_bin[pid] = uid
-                pair_cap[pid] = cap_index[p]
-                pair_first[pid] = first_index[p]
-                n_pairs += 1
-            bin_pair[p, j] = pid
-    return (members[: ustart[n_unique]], ustart[: n_unique + 1], pair_bin[:n_pairs],
-            pair_cap[:n_pairs], pair_first[:n_pairs], bin_pair)
-
-
-def column_tiles(x, first, stop):
-    """Columns ``[first, stop)`` of x re-laid as contiguous tiles
-    ``(n_tiles, n, TILE)``, the last one padded with zeros.
-
-    Reading a tile then streams one contiguous block instead of touching n
-    rows a page apart.
-    """
-    n = x.shape[0]
-    width = stop - first
-    n_tiles = (width + TILE - 1) // TILE
-    tiles = np.zeros((n_tiles, n, TILE), dtype=x.dtype)
-    full = width // TILE
-    if full:
-        tiles[:full] = x[:, first : first + full * TILE].reshape(n, full, TILE).transpose(1, 0, 2)
-    if full < n_tiles:
-        tiles[full, :, : width - full * TILE] = x[:, first + full * TILE : stop]
-    return tiles
-
-
-@pjit
-def task_maxima(tiles):
-    """Each task's largest value over all the laid-out columns, ``(n,)``."""
-    n_tiles, n, w = tiles.shape
-    out = np.empty(n, dtype=tiles.dtype)
-    for i in prange(n):
-        m = tiles[0, i, 0]
-        for tile in range(n_tiles):
-            for t in range(w):
-                m = max(m, tiles[tile, i, t])
-        out[i] = m
-    return out
+            if tid < 0:
+                tid = n_triples
+                triples_at[slot] = tid
+                triple_key[tid] = key
+                triple_bin[tid] = uid
+                triple_cap[tid] = cap
+                triple_first[tid] = first_index[p]
+                n_triples += 1
+            bin_triple[p, j] = tid
+    return (members[: ustart[n_unique]], ustart[: n_unique + 1], triple_bin[:n_triples],
+            triple_cap[:n_triples], triple_first[:n_triples], bin_triple)
 
 
 @jit
@@ -231,11 +190,11 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
 
 
 @jit
-def _count_pairs(acc, part, w, tile, block, members, a, b, pairs, p0, p1, pair_start, pair_cap, capacities,
-                 error_scale, counts, severity):
+def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
+                   capacities, error_scale, counts, severity):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
-    tile are ``acc``, for each of its (capacity, start) pairs ``pairs[p0:p1]``,
-    and add their summed ``(S - c) / c`` to ``severity``.
+    tile are ``acc``, for each of its triples ``triples[t0:t1]``, and add
+    their summed ``(S - c) / c`` to ``severity``.
 
     ``acc`` may err by up to ``error_scale * c`` (its float32 rounding); every
     sum within that band — and at least 1e-5 × c — of the capacity is
@@ -243,12 +202,12 @@ def _count_pairs(acc, part, w, tile, block, members, a, b, pairs, p0, p1, pair_s
     those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums, and
     a violation is S > c (S == c is not one).
     """
-    for k in range(p0, p1):
-        q = pairs[k]
-        lo = max(0, pair_start[q] - tile * TILE)
+    for k in range(t0, t1):
+        q = triples[k]
+        lo = max(0, triple_start[q] - tile * TILE)
         if lo >= w:
             continue
-        c = capacities[pair_cap[q]]
+        c = capacities[triple_cap[q]]
         if error_scale > 0:
             # float32 thresholds, so that the first pass compares float32
             # lanes; rounding them moves them by far less than the band
@@ -264,12 +223,16 @@ def _count_pairs(acc, part, w, tile, block, members, a, b, pairs, p0, p1, pair_s
 
 
 @pjit
-def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, pair_start, capacities,
-                    roundoff):
+def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, triple_start,
+                       capacities, roundoff):
     """For each (bin, capacity, start) triple: the number of columns t in
-    ``[start, width)`` (of the columns laid out in ``tiles``) with
-    ``sum_{i in bin} x[i, t] > capacity``, and the sum of ``(S - c) / c``
-    over them.
+    ``[start, stop)`` with ``sum_{i in bin} x[i, t] > capacity``, and the
+    sum of ``(S - c) / c`` over them. ``tiles`` holds the columns from
+    ``tile0 * TILE`` on (global tile ``tile`` is ``tiles[tile - tile0]``).
+
+    The chunks are fixed by ``stop`` alone (global tiles split evenly), so
+    the order in which a triple's severity is added does not depend on which
+    other triples are counted with it.
 
     A bin's sums are computed once for all its triples, only on tiles that
     some triple needs, and not at all when the sum of its tasks' maxima
@@ -278,20 +241,20 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
 
     Sums are accumulated in the data's precision. With float32 data
     (``roundoff`` = 2^-24) the counts are made exact by a float64 re-check
-    near the capacity (see ``_count_pairs``), whose band covers the rounding
-    of any summation order; ``roundoff`` = 0 means the data is float64 and
-    sums are exact already.
+    near the capacity (see ``_count_triples``), whose band covers the
+    rounding of any summation order; ``roundoff`` = 0 means the data is
+    float64 and sums are exact already.
     """
-    n_tiles = tiles.shape[0]
+    n_tiles = (stop + TILE - 1) // TILE
     n_unique = ustart.shape[0] - 1
-    n_pairs = pair_bin.shape[0]
-    pairs, pstart = bin_members(pair_bin, n_unique)  # the pairs of each distinct bin (CSR)
-    needed_from = np.full(n_unique, width, dtype=np.int64)
+    n_triples = triple_bin.shape[0]
+    triples, tstart = bin_members(triple_bin, n_unique)  # the triples of each distinct bin (CSR)
+    needed_from = np.full(n_unique, stop, dtype=np.int64)
     lowest_cap = np.full(n_unique, np.inf)
-    for q in range(n_pairs):
-        u = pair_bin[q]
-        needed_from[u] = min(needed_from[u], pair_start[q])
-        lowest_cap[u] = min(lowest_cap[u], capacities[pair_cap[q]])
+    for q in range(n_triples):
+        u = triple_bin[q]
+        needed_from[u] = min(needed_from[u], triple_start[q])
+        lowest_cap[u] = min(lowest_cap[u], capacities[triple_cap[q]])
 
     # a bin whose tasks' maxima add up to at most its smallest capacity never
     # violates it: it is not summed at all (conservative packings)
@@ -299,16 +262,16 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
     for u in range(n_unique):
         may_violate[u] = _bound(maxima, ustart[u], ustart[u + 1], members) > lowest_cap[u]
 
-    chunk_counts = np.zeros((CHUNKS, n_pairs), dtype=np.int64)
-    chunk_severity = np.zeros((CHUNKS, n_pairs))
+    chunk_counts = np.zeros((CHUNKS, n_triples), dtype=np.int64)
+    chunk_severity = np.zeros((CHUNKS, n_triples))
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
         part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
-        for tile in range(chunk * n_tiles // CHUNKS, (chunk + 1) * n_tiles // CHUNKS):
-            block = tiles[tile]
-            w = min(TILE, width - tile * TILE)
+        for tile in range(max(tile0, chunk * n_tiles // CHUNKS), (chunk + 1) * n_tiles // CHUNKS):
+            block = tiles[tile - tile0]
+            w = min(TILE, stop - tile * TILE)
             end = tile * TILE + w
             for u in range(n_unique):
                 if needed_from[u] >= end or not may_violate[u]:
@@ -332,57 +295,51 @@ def pair_violations(tiles, maxima, width, members, ustart, pair_bin, pair_cap, p
                     s += 1
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
-                _count_pairs(acc, part, w, tile, block, members, a, b, pairs, pstart[u], pstart[u + 1],
-                             pair_start, pair_cap, capacities, 2.0 * (b - a + 1) * roundoff,
-                             counts_here, severity_here)
-    counts = np.zeros(n_pairs, dtype=np.int64)
-    severity = np.zeros(n_pairs)
+                _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
+                               triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                               counts_here, severity_here)
+    counts = np.zeros(n_triples, dtype=np.int64)
+    severity = np.zeros(n_triples)
     for chunk in range(CHUNKS):
-        for q in range(n_pairs):
+        for q in range(n_triples):
             counts[q] += chunk_counts[chunk, q]
             severity[q] += chunk_severity[chunk, q]
     return counts, severity
 
 
-def evaluate_packings(x, firsts, stop, assigns, n_bins, capacities):
-    """Violation counts of several packings of one instance.
+@jit
+def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capacities, first_index, starts, keys):
+    """Violation counts of every bin of every packing of one instance.
 
     Parameters
     ----------
-    x : (n, R) float32 or float64 array
-    firsts : first evaluation column of each packing (E = ``[first, stop)``)
-    assigns : list of int64 (n,) arrays; n_bins : their bin counts
-    capacities : the capacity each packing is judged against
+    tiles, maxima : the instance's columns ``[tile0 * TILE, stop)`` laid out
+        by :func:`colosim.kernels.tiles.column_tiles`
+    assigns : (P, n) int64, packing p's bin of every task; ``n_bins`` (P,)
+    bin_cap : (P, max m) int64, the index into ``capacities`` of each bin
+    first_index : (P,) int64, index into ``starts``: packing p is judged on
+        columns ``[starts[first_index[p]], stop)``
+    keys : (n,) uint64 random hash keys of the tasks
 
     Returns
     -------
-    list of ``(counts int64 (m,), severity_sum, n_violations)``
+    counts : (P, max m) int64, q_j of bin j of packing p (0 past its bins)
+    severity : (P,) float64, the sum over its violations of ``(S - c) / c``,
+        the bins' contributions added in bin order
     """
-    P = len(assigns)
-    firsts = np.broadcast_to(np.asarray(firsts, dtype=np.int64), (P,))
-    caps, cap_index = np.unique(np.asarray(capacities, dtype=np.float64), return_inverse=True)
-    starts, first_index = np.unique(firsts, return_inverse=True)
-    f0 = int(starts[0])
-    keys = np.random.default_rng(0x5EED).integers(0, 2**63, size=x.shape[0], dtype=np.uint64)
-    A = np.ascontiguousarray(np.stack(assigns).astype(np.int64, copy=False))
-    nb = np.asarray(n_bins, dtype=np.int64)
-    members, ustart, pair_bin, pair_cap, pair_first, bin_pair = deduplicate(
-        A, nb, cap_index.astype(np.int64), len(caps), first_index.astype(np.int64), len(starts), keys)
-    tiles = column_tiles(x, f0, stop)
-    counts, severity = pair_violations(tiles, task_maxima(tiles), stop - f0, members, ustart,
-                                       pair_bin, pair_cap, starts[pair_first] - f0, caps,
-                                       2.0**-24 if x.dtype == np.float32 else 0.0)
-    out = []
+    members, ustart, triple_bin, triple_cap, triple_first, bin_triple = _deduplicate(
+        assigns, n_bins, bin_cap, capacities.shape[0], first_index, starts.shape[0], keys)
+    roundoff = 2.0**-24 if tiles.itemsize == 4 else 0.0
+    counts, severity = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
+                                          starts[triple_first], capacities, roundoff)
+    P = assigns.shape[0]
+    out_counts = np.zeros(bin_triple.shape, dtype=np.int64)
+    out_severity = np.zeros(P)
     for p in range(P):
-        pids = bin_pair[p, : nb[p]]
-        c = counts[pids]
         sev = 0.0
-        for q in pids:  # bin order: the same bits every time
-            sev += float(severity[q])
-        out.append((c, sev, int(c.sum())))
-    return out
-
-
-def bin_violations(x, first, stop, assign, n_bins, capacity):
-    """Violation counts of one packing (see :func:`evaluate_packings`)."""
-    return evaluate_packings(x, first, stop, [assign], [n_bins], [capacity])[0]
+        for j in range(n_bins[p]):
+            q = bin_triple[p, j]
+            out_counts[p, j] = counts[q]
+            sev += severity[q]
+        out_severity[p] = sev
+    return out_counts, out_severity

@@ -1,11 +1,15 @@
-"""Online bin packing (First Fit, Best Fit) and rebalancing (SPEC §4).
+"""The scalar packing kernel: First Fit and Best Fit, in instance order or
+by decreasing standalone load, and rebalancing (SPEC §4), for items
+``(a_i, b_i)`` with bin load ``L(B) = sum a + z * sqrt(sum b)``.
 
-Items are ``(a_i, b_i)`` with bin load ``L(B) = sum a + z * sqrt(sum b)``
-(see ``colosim.estimators``). Loads are float64 sums in ascending instance
-position of the bin's tasks; during the online pass every new task has the
-largest position so far, so a bin's running sums are exactly those ordered
-sums. Rebalancing moves tasks into the last bin out of order, so there each
-load is recomputed from the bin's member list, kept sorted.
+Loads are float64 sums in ascending position of the bin's tasks (positions
+in the order the tasks are packed). During the online pass every new task
+has the largest position so far, so a bin's running sums are exactly those
+ordered sums. Rebalancing moves tasks into the last bin out of order, so
+there each load is recomputed from the bin's member list, kept sorted.
+
+:func:`pack_many` is the one entry: every grid point of an instance whose
+estimator has a scalar item form and whose capacity is a single number.
 """
 
 import math
@@ -14,19 +18,15 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from .evaluate import bin_members
+from ._bins import BEST_FIT, DECREASING, bin_members, decreasing_order, drop_empty_bins, in_instance_order, move_to_last
 
-FIRST_FIT = 0
-BEST_FIT = 1
+__all__ = ["pack_many"]
 
 
 @jit
-def online_pack(a, b, z, cap, algorithm):
-    """First Fit or Best Fit in instance order.
-
-    Returns ``assign`` (bin of each task, bins numbered in opening order) and
-    the number of bins.
-    """
+def _online(a, b, z, cap, best_fit):
+    """First Fit (or Best Fit) in position order: ``assign`` (bins numbered
+    in opening order) and the number of bins."""
     n = a.shape[0]
     assign = np.empty(n, dtype=np.int64)
     sum_a = np.empty(n)
@@ -38,7 +38,7 @@ def online_pack(a, b, z, cap, algorithm):
         for j in range(n_bins):
             load = (sum_a[j] + a[i]) + z * math.sqrt(sum_b[j] + b[i])
             if load <= cap:
-                if algorithm == FIRST_FIT:
+                if not best_fit:
                     chosen = j
                     break
                 room = cap - load
@@ -79,40 +79,15 @@ def _load(members, size, a, b, z, skip, extra):
 
 
 @jit
-def move_to_last(seg, size, last_members, last_size, task):
-    """Remove ``task`` from the sorted member list ``seg[:size]`` and insert
-    it into the sorted ``last_members[:last_size]``; the new sizes."""
-    w = 0
-    for s in range(size):
-        if seg[s] != task:
-            seg[w] = seg[s]
-            w += 1
-    pos = last_size
-    while pos > 0 and last_members[pos - 1] > task:
-        last_members[pos] = last_members[pos - 1]
-        pos -= 1
-    last_members[pos] = task
-    return w, last_size + 1
+def _standalone(a, b, z):
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = a[i] + z * math.sqrt(b[i])
+    return out
 
 
 @jit
-def drop_empty_bins(assign, size, last, last_size):
-    """Renumber ``assign`` in place without the bins left empty, keeping the
-    opening order; returns the old-to-new numbers and the bin count."""
-    n_bins = size.shape[0]
-    new_number = np.full(n_bins, -1, dtype=np.int64)
-    count = 0
-    for j in range(n_bins):
-        if (j == last and last_size > 0) or (j != last and size[j] > 0):
-            new_number[j] = count
-            count += 1
-    for i in range(assign.shape[0]):
-        assign[i] = new_number[assign[i]]
-    return new_number, count
-
-
-@jit
-def rebalance(assign, n_bins, a, b, z, cap):
+def _rebalance(assign, n_bins, a, b, z, cap):
     """Move tasks into the last-opened bin while any is movable (SPEC §4).
 
     A task i of bin D is movable when ``L(last + i) <= cap`` and
@@ -136,9 +111,7 @@ def rebalance(assign, n_bins, a, b, z, cap):
     last_size = size[last]
     last_members[:last_size] = members[start[last] : start[last] + last_size]
 
-    standalone = np.empty(n)
-    for i in range(n):
-        standalone[i] = a[i] + z * math.sqrt(b[i])
+    standalone = _standalone(a, b, z)
     loads = np.empty(last)
     for j in range(last):
         loads[j] = _load(members[start[j] :], size[j], a, b, z, -1, -1)
@@ -186,47 +159,42 @@ def rebalance(assign, n_bins, a, b, z, cap):
 
 
 @jit
-def pack_items(a, b, z, cap, algorithm, do_rebalance):
-    """Online packing, then rebalancing when asked; returns
-    ``(assign, n_bins, moves)``."""
-    assign, n_bins = online_pack(a, b, z, cap, algorithm)
-    if do_rebalance:
-        return rebalance(assign, n_bins, a, b, z, cap)
-    return assign, n_bins, 0
-
-
-def shared_online(item_of, caps, algorithms):
-    """Points that differ only in rebalancing share one online packing:
-    ``sources`` (the first point of each distinct (items, capacity,
-    algorithm)) and ``online_of`` (each point's index into ``sources``)."""
-    keys = np.stack([np.asarray(item_of, dtype=np.int64),
-                     np.asarray(caps, dtype=np.float64).view(np.int64),
-                     np.asarray(algorithms, dtype=np.int64)], axis=1)
-    _, sources, online_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return sources.astype(np.int64), online_of.ravel().astype(np.int64)
+def _packing_order(a, b, z, algorithm):
+    """The order tasks are packed in: instance order, or decreasing
+    standalone load for the decreasing algorithms."""
+    if algorithm & DECREASING:
+        return decreasing_order(_standalone(a, b, z))
+    return np.arange(a.shape[0])
 
 
 @pjit
 def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances, sources, online_of):
-    """Pack every grid point of one instance in one call.
+    """Pack every scalar grid point of one instance in one call.
 
-    Point p packs items ``item_of[p]`` (a row of ``a_all``/``b_all``, with
-    ``z_all[item_of[p]]``) at capacity ``caps[p]`` with ``algorithms[p]``,
-    rebalanced when ``rebalances[p]``; its online packing is that of point
-    ``sources[online_of[p]]`` (see :func:`shared_online`), computed once.
-    Points are independent, so the ``prange`` loops give the same packings
-    whatever the thread count.
+    Point p packs the items of row ``item_of[p]`` of ``a_all``/``b_all``
+    (with ``z_all[item_of[p]]``) at packing capacity ``caps[p]`` with
+    ``algorithms[p]`` (an algorithm code of ``colosim.kernels``),
+    rebalanced when ``rebalances[p]``. Its online packing is that of point
+    ``sources[online_of[p]]``, computed once: points that differ only in
+    rebalancing share it. Points are independent, so the ``prange`` loops
+    give the same packings whatever the thread count.
 
-    Returns ``assigns`` (P, n), ``n_bins`` (P,) and ``moves`` (P,).
+    Returns ``assigns`` (P, n) in instance order, ``n_bins`` (P,) and
+    ``moves`` (P,).
     """
     P = item_of.shape[0]
     n = a_all.shape[1]
-    online = np.empty((sources.shape[0], n), dtype=np.int64)
-    online_bins = np.empty(sources.shape[0], dtype=np.int64)
-    for k in prange(sources.shape[0]):
+    S = sources.shape[0]
+    online = np.empty((S, n), dtype=np.int64)
+    online_bins = np.empty(S, dtype=np.int64)
+    orders = np.empty((S, n), dtype=np.int64)
+    for k in prange(S):
         p = sources[k]
         e = item_of[p]
-        online[k], online_bins[k] = online_pack(a_all[e], b_all[e], z_all[e], caps[p], algorithms[p])
+        order = _packing_order(a_all[e], b_all[e], z_all[e], algorithms[p])
+        orders[k] = order
+        online[k], online_bins[k] = _online(a_all[e][order], b_all[e][order], z_all[e], caps[p],
+                                            algorithms[p] & BEST_FIT)
     assigns = np.empty((P, n), dtype=np.int64)
     n_bins = np.empty(P, dtype=np.int64)
     moves = np.zeros(P, dtype=np.int64)
@@ -234,10 +202,14 @@ def pack_many(a_all, b_all, z_all, item_of, caps, algorithms, rebalances, source
         k = online_of[p]
         if rebalances[p]:
             e = item_of[p]
-            assign, n_bins[p], moves[p] = rebalance(online[k], online_bins[k], a_all[e], b_all[e], z_all[e],
-                                                    caps[p])
-            assigns[p] = assign
+            order = orders[k]
+            assign, n_bins[p], moves[p] = _rebalance(online[k], online_bins[k], a_all[e][order], b_all[e][order],
+                                                     z_all[e], caps[p])
         else:
-            assigns[p] = online[k]
+            assign = online[k]
             n_bins[p] = online_bins[k]
+        if algorithms[p] & DECREASING:
+            assigns[p] = in_instance_order(assign, orders[k])
+        else:
+            assigns[p] = assign
     return assigns, n_bins, moves

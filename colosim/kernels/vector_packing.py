@@ -1,13 +1,14 @@
-"""Packing with vector bin states and per-bin capacities (beyond SPEC §4).
+"""The vector packing kernel: bins with vector states and per-bin
+capacities (SPEC §4 generalized; docs/estimators.md).
 
-The kernels of :mod:`colosim.kernels.packing` keep two running sums per bin
-(``sum a``, ``sum b``). The estimators of ``docs/beyond.md`` need more: the
-bin's summed usage on every observation column (``emp``, ``nsigma``) or the
-summed log moment generating function on a grid of ``s`` values
-(``effsize``). Here every task is a row ``v_i`` of a matrix ``V`` (n, D), a
-bin's state is ``S(B) = sum_{i in B} v_i`` (float64, summed in ascending
-position, like every load of SPEC §3) and its load is a function of the
-state alone:
+The scalar kernel (:mod:`colosim.kernels.packing`) keeps two running sums
+per bin. Some estimators need more: the bin's summed usage on every
+observation column (``emp``, ``nsigma``) or the summed log moment
+generating function on a grid of ``s`` values (``effsize``); and a fleet of
+machine types needs a capacity per bin. Here every task is a row ``v_i`` of
+a matrix ``V`` (n, D), a bin's state is ``S(B) = sum_{i in B} v_i``
+(float64, summed in ascending position, like every load of SPEC §3) and its
+load is a function of the state alone:
 
 ==========  =================================  ==============================
 kind        ``v_i``                            ``L(B) = f(S)``
@@ -21,33 +22,31 @@ EFFSIZE     ``ln E[exp(s_g X_i)]``, g < G      ``min_g (S_g + gamma) / s_g``
 With ``r = floor(RHO k)``, EMP's load makes "fits iff ``L <= cap``" the same
 test as "the share of columns with ``S_t > cap`` is at most RHO".
 
-Bins may have different capacities (a *fleet* of machine types): a new bin
-takes the type whose count of opened bins divided by its share is the
-lowest (ties: the type listed first). Every fit test uses the bin's own
-capacity. GAUSS with a single type gives the same packings, bit for bit, as
-:func:`colosim.kernels.packing.pack_items`.
+A new bin takes the machine type whose count of opened bins divided by its
+share is the lowest (ties: the type listed first). Every fit test uses the
+bin's own capacity. GAUSS with a single type gives the same packings, bit
+for bit, as the scalar kernel.
+
+:func:`pack_vector` is the one entry.
 """
 
 import math
 
 import numpy as np
-from numba import prange
 
-from .._jit import jit, pjit
-from .evaluate import bin_members
-from .packing import drop_empty_bins, move_to_last
+from .._jit import jit
+from ._bins import BEST_FIT, DECREASING, bin_members, decreasing_order, drop_empty_bins, in_instance_order, move_to_last
+
+__all__ = ["GAUSS", "EMP", "NSIGMA", "EFFSIZE", "pack_vector"]
 
 GAUSS = 0
 EMP = 1
 NSIGMA = 2
 EFFSIZE = 3
 
-FIRST_FIT = 0
-BEST_FIT = 1
-
 
 @jit
-def state_load(S, kind, params):
+def _state_load(S, kind, params):
     """``L`` of a bin whose summed state is ``S`` (see the module table).
 
     ``S`` may be reordered in place (EMP selects its order statistic)."""
@@ -96,11 +95,11 @@ def _try_add(state_j, v_i, kind, params, cap, tmp, need_load):
                 if over > r:
                     return False, np.inf
         if need_load:
-            return True, state_load(tmp, kind, params)
+            return True, _state_load(tmp, kind, params)
         return True, 0.0
     for t in range(D):
         tmp[t] = state_j[t] + np.float64(v_i[t])
-    load = state_load(tmp, kind, params)
+    load = _state_load(tmp, kind, params)
     return load <= cap, load
 
 
@@ -118,13 +117,10 @@ def _new_bin_type(opened, shares):
 
 
 @jit
-def online_pack_vector(V, kind, params, type_caps, shares, algorithm):
-    """First Fit or Best Fit in row order (SPEC §4 with vector states and
-    per-bin capacities ``type_caps[bin_type[j]]``).
-
-    Returns ``assign``, the number of bins and ``bin_type`` (n,) (valid for
-    the first n_bins entries).
-    """
+def _online(V, kind, params, type_caps, shares, best_fit):
+    """First Fit or Best Fit in row order with per-bin capacities
+    ``type_caps[bin_type[j]]``: ``assign``, the number of bins and
+    ``bin_type`` (valid for the first n_bins entries)."""
     n, D = V.shape
     assign = np.empty(n, dtype=np.int64)
     bin_type = np.empty(n, dtype=np.int64)
@@ -133,15 +129,14 @@ def online_pack_vector(V, kind, params, type_caps, shares, algorithm):
     state = np.zeros((rows, D))
     tmp = np.empty(D)
     n_bins = 0
-    need_load = algorithm == BEST_FIT
     for i in range(n):
         chosen = -1
         best_room = np.inf
         for j in range(n_bins):
             cap = type_caps[bin_type[j]]
-            fits, load = _try_add(state[j], V[i], kind, params, cap, tmp, need_load)
+            fits, load = _try_add(state[j], V[i], kind, params, cap, tmp, best_fit)
             if fits:
-                if algorithm == FIRST_FIT:
+                if not best_fit:
                     chosen = j
                     break
                 room = cap - load
@@ -188,11 +183,11 @@ def _members_load(members, size, V, kind, params, skip, extra, tmp):
     if not inserted:
         for t in range(D):
             tmp[t] += np.float64(V[extra, t])
-    return state_load(tmp, kind, params)
+    return _state_load(tmp, kind, params)
 
 
 @jit
-def standalone_loads(V, kind, params):
+def _standalone_loads(V, kind, params):
     """``L({i})`` of every task."""
     n, D = V.shape
     out = np.empty(n)
@@ -200,18 +195,17 @@ def standalone_loads(V, kind, params):
     for i in range(n):
         for t in range(D):
             tmp[t] = 0.0 + np.float64(V[i, t])
-        out[i] = state_load(tmp, kind, params)
+        out[i] = _state_load(tmp, kind, params)
     return out
 
 
 @jit
-def rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps):
+def _rebalance(assign, n_bins, bin_type, V, kind, params, type_caps, standalone):
     """SPEC §4 rebalancing with vector states and per-bin capacities.
 
-    With a single capacity this is the rule of
-    :func:`colosim.kernels.packing.rebalance`. With several, loads are
-    compared relative to each bin's capacity: donors are visited in
-    decreasing ``L(D) / c_D`` and a task is movable when ``L(last + i) <=
+    With a single capacity this is the scalar kernel's rule. With several,
+    loads are compared relative to each bin's capacity: donors are visited
+    in decreasing ``L(D) / c_D`` and a task is movable when ``L(last + i) <=
     h c_last`` and ``L(last + i) / c_last <= L(D - i) / c_D``.
 
     Returns the new ``assign``, bin count, moves and ``bin_type`` (renumbered).
@@ -228,23 +222,12 @@ def rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps):
     last = n_bins - 1
     cap_last = type_caps[types[last]]
     tmp = np.empty(D)
-    size = np.zeros(n_bins, dtype=np.int64)
-    for i in range(n):
-        size[assign[i]] += 1
-    start = np.zeros(n_bins + 1, dtype=np.int64)
-    for j in range(n_bins):
-        start[j + 1] = start[j] + size[j]
-    members = np.empty(n, dtype=np.int64)
-    fill = start[:-1].copy()
-    for i in range(n):
-        j = assign[i]
-        members[fill[j]] = i
-        fill[j] += 1
+    members, start = bin_members(assign, n_bins)
+    size = start[1:] - start[:-1]
     last_members = np.empty(n, dtype=np.int64)
     last_size = size[last]
     last_members[:last_size] = members[start[last] : start[last] + last_size]
 
-    standalone = standalone_loads(V, kind, params)
     loads = np.empty(last)  # relative when hetero
     for j in range(last):
         L = _members_load(members[start[j] :], size[j], V, kind, params, -1, -1, tmp)
@@ -289,64 +272,32 @@ def rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps):
 
 
 @jit
-def pack_vector(V, kind, params, type_caps, shares, algorithm, do_rebalance):
-    """Online packing, then rebalancing when asked; returns ``(assign,
-    n_bins, moves, bin_type)``."""
-    assign, n_bins, bin_type = online_pack_vector(V, kind, params, type_caps, shares, algorithm)
-    if do_rebalance:
-        return rebalance_vector(assign, n_bins, bin_type, V, kind, params, type_caps)
-    return assign, n_bins, 0, bin_type[:n_bins].copy()
+def pack_vector(V, kind, params, type_caps, shares, algorithm, rebalance):
+    """Pack the tasks of states ``V`` (n, D) with load ``kind`` and its
+    ``params`` into bins of packing capacities ``type_caps`` (one per
+    machine type, in the proportions ``shares``), by ``algorithm`` (an
+    algorithm code of ``colosim.kernels``), then rebalance when asked.
 
-
-@pjit
-def violations_per_bin_capacity(x, first, stop, assign, n_bins, bin_caps):
-    """``q_j`` and the sum of ``(S - c_j) / c_j`` over violations of every
-    bin j on columns ``[first, stop)``, each bin against its own capacity.
-
-    Sums are float64 in ascending position (SPEC §5); bins are independent,
-    so the ``prange`` over them gives the same bits whatever the thread
-    count.
+    Returns ``(assign, n_bins, moves, bin_type, standalone)``: the
+    assignment in instance order, bins numbered in opening order, each
+    bin's machine type, and every task's standalone load ``L({i})``.
     """
-    members, start = bin_members(assign, n_bins)
-    width = stop - first
-    counts = np.zeros(n_bins, dtype=np.int64)
-    severity = np.zeros(n_bins)
-    for j in prange(n_bins):
-        acc = np.zeros(width)
-        for s in range(start[j], start[j + 1]):
-            i = members[s]
-            for t in range(width):
-                acc[t] += np.float64(x[i, first + t])
-        c = bin_caps[j]
-        count = 0
-        sev = 0.0
-        for t in range(width):
-            if acc[t] > c:
-                count += 1
-                sev += (acc[t] - c) / c
-        counts[j] = count
-        severity[j] = sev
-    return counts, severity
-
-
-@pjit
-def log_mgf(observed, s_grid):
-    """``ln mean_t exp(s_g x_t)`` of every row (float64) at every ``s_g``,
-    computed as ``s_g max + ln mean exp(s_g (x_t - max))`` so that it never
-    overflows. Rows are independent (``prange``)."""
-    n, k = observed.shape
-    G = s_grid.shape[0]
-    out = np.empty((n, G))
-    for i in prange(n):
-        mx = -np.inf
-        for t in range(k):
-            v = np.float64(observed[i, t])
-            if v > mx:
-                mx = v
-        for g in range(G):
-            s = s_grid[g]
-            acc = 0.0
-            for t in range(k):
-                acc += math.exp(s * (np.float64(observed[i, t]) - mx))
-            out[i, g] = s * mx + math.log(acc / k)
-    return out
+    standalone = _standalone_loads(V, kind, params)
+    if algorithm & DECREASING:
+        order = decreasing_order(standalone)
+        Vp = V[order]
+        standalone_p = standalone[order]
+    else:
+        order = np.arange(V.shape[0])
+        Vp = V
+        standalone_p = standalone
+    assign, n_bins, bin_type = _online(Vp, kind, params, type_caps, shares, algorithm & BEST_FIT)
+    if rebalance:
+        assign, n_bins, moves, bin_type = _rebalance(assign, n_bins, bin_type, Vp, kind, params, type_caps,
+                                                     standalone_p)
+    else:
+        moves = 0
+        bin_type = bin_type[:n_bins].copy()
+    if algorithm & DECREASING:
+        assign = in_instance_order(assign, order)
+    return assign, n_bins, moves, bin_type, standalone

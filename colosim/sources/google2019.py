@@ -19,14 +19,15 @@ import csv
 import math
 import os
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from ..errors import InputError
 from ..io.series import SeriesWriter
 from ._shards import find_shards, open_text
-from .google2011 import DEFAULT_MIN_RECORDS, ON_BAD_LINES, IngestReport
+from ..progress import Progress, no_progress
+from .ingest import MIN_RECORDS, IngestReport, check_arguments
 
 REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
 OPTIONAL = ("machine_id",)
@@ -127,30 +128,26 @@ def ingest_google2019(
     paths: Iterable,
     out: str | os.PathLike,
     *,
-    min_records: int = DEFAULT_MIN_RECORDS,
+    min_records: int = MIN_RECORDS,
     on_bad_lines: str = "error",
-    progress: Callable[[str, Path, int, int, int, int], None] | None = None,
+    progress: Progress = no_progress,
 ) -> IngestReport:
     """Ingest per-task Google 2019 ``instance_usage`` CSVs into ``out``.
 
-    Parameters are as for :func:`~colosim.trace.google2011.ingest_google2011`;
+    Parameters are as for :func:`~colosim.sources.google2011.ingest_google2011`;
     the report has no ``failing`` step.
     """
-    if on_bad_lines not in ON_BAD_LINES:
-        raise InputError(f"--on-bad-lines must be one of {', '.join(ON_BAD_LINES)}, not {on_bad_lines!r}")
-    if int(min_records) < 1:
-        raise InputError(f"--min-records must be >= 1, not {min_records}")
+    check_arguments(min_records, on_bad_lines)
     files = collect_files(paths)
     out = Path(out)
     if out.is_dir():
         raise InputError(f"{out}: is a directory, not a series file name")
     tasks: dict = {}
     counts = {"bad_lines": 0}
-    total = sum(p.stat().st_size for p in files)
-    for i, path in enumerate(files):
+    advance = progress(f"instance_usage ({len(files)} files, bytes)", sum(p.stat().st_size for p in files))
+    for path in files:
         _read_file(path, on_bad_lines, tasks, counts)
-        if progress is not None:
-            progress("instance_usage", path, i, len(files), path.stat().st_size, total)
+        advance(path.stat().st_size)
 
     report = IngestReport()
     keys = sorted(tasks)

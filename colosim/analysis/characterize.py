@@ -39,15 +39,18 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import scipy.stats
 from scipy.special import ndtri
 
-from .errors import InputError
-from .kernels.anderson import nested_sum_statistics
-from .realize import draw_indices, select_rows
+from .. import streams
+from ..errors import InputError
+from ..io.series import WINDOW_US, Series
+from ..kernels.anderson import nested_sum_statistics
+from ..progress import Progress, no_progress
+from ..sources.realize import draw_indices, select_rows
 
 MEAN_CONVERGENCE_K = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)
 KS_DELTAS = (12, 24, 36)
@@ -74,15 +77,8 @@ SAMPLE_CHUNK = 64  # samples per call of the Table 1 kernel (progress steps)
 # Stream numbers of the analyses: default_rng([seed, 9, analysis, ...]).
 _STREAM_MEANS, _STREAM_KS, _STREAM_KMEANS, _STREAM_SUMS, _STREAM_PERCENTILES = 1, 2, 3, 4, 5
 
-Progress = Callable[[str, int], Callable[[int], None]]
-
-
-def _no_progress(description: str, total: int) -> Callable[[int], None]:
-    return lambda n=1: None
-
-
 def _rng(seed: int, analysis: int, *unit: int) -> np.random.Generator:
-    return np.random.default_rng([seed, 9, analysis, *unit])
+    return streams.analysis(seed, analysis, *unit)
 
 
 # --------------------------------------------------------------------------
@@ -141,7 +137,7 @@ def box_stats(values: np.ndarray) -> dict:
 
 
 def mean_convergence(series, ks=MEAN_CONVERGENCE_K, *, seed: int = 0,
-                     progress: Optional[Progress] = None) -> dict[int, np.ndarray]:
+                     progress: Progress = no_progress) -> dict[int, np.ndarray]:
     """Relative difference of means for Fig. 1 (paper Section 3.2).
 
     For each k and each task with at least k records and a non-zero mean of
@@ -159,7 +155,7 @@ def mean_convergence(series, ks=MEAN_CONVERGENCE_K, *, seed: int = 0,
     dict k -> ndarray of relative differences (tasks in series order)
     """
     lengths = _check_series(series)
-    advance = (progress or _no_progress)("Fig. 1 mean convergence", series.n_tasks)
+    advance = progress("Fig. 1 mean convergence", series.n_tasks)
     ks = np.array(sorted(set(int(k) for k in ks)), dtype=np.int64)
     if ks.size == 0 or ks[0] < 1:
         raise InputError("mean convergence: k must be positive")
@@ -203,13 +199,13 @@ class TaskMoments:
     std_avg: np.ndarray
 
 
-def task_moments(series, *, progress: Optional[Progress] = None) -> TaskMoments:
+def task_moments(series, *, progress: Progress = no_progress) -> TaskMoments:
     """Per-task mean and std of instantaneous and of average usage (two-pass,
     float64)."""
     lengths = _check_series(series)
     n = series.n_tasks
     out = {name: np.full(n, np.nan) for name in ("mean_inst", "std_inst", "mean_avg", "std_avg")}
-    advance = (progress or _no_progress)("Figs. 2-3 per-task moments", n)
+    advance = progress("Figs. 2-3 per-task moments", n)
     for _, a, b in _blocks(n):
         L = lengths[a:b]
         ok = L > 0
@@ -269,7 +265,7 @@ class TimeInvariance:
 
 
 def time_invariance(series, deltas=KS_DELTAS, *, seed: int = 0, alpha: float = KS_ALPHA,
-                    progress: Optional[Progress] = None) -> dict[int, TimeInvariance]:
+                    progress: Progress = no_progress) -> dict[int, TimeInvariance]:
     """Two-sample KS test between two distinct random windows per task.
 
     Windows are Delta consecutive instantaneous records starting at multiples
@@ -287,7 +283,7 @@ def time_invariance(series, deltas=KS_DELTAS, *, seed: int = 0, alpha: float = K
         if delta < 1:
             raise InputError(f"Delta must be >= 1, not {delta}")
         eligible = np.flatnonzero(lengths >= 2 * delta)
-        advance = (progress or _no_progress)(f"KS time invariance, Delta={delta}", eligible.size)
+        advance = progress(f"KS time invariance, Delta={delta}", eligible.size)
         stats, pvals = [], []
         for bi, a, b in _blocks(eligible.size, 4 * TASK_BLOCK):
             tasks = eligible[a:b]
@@ -320,14 +316,14 @@ def time_invariance(series, deltas=KS_DELTAS, *, seed: int = 0, alpha: float = K
 # Fig. 4: clusters
 
 
-def usage_histograms(series, *, progress: Optional[Progress] = None) -> np.ndarray:
+def usage_histograms(series, *, progress: Progress = no_progress) -> np.ndarray:
     """Per-task histograms of instantaneous usage (SPEC §9): 100 bins of width
     0.01, bin ``min(99, floor(100 * v))`` in float64, normalized to sum 1.
     Tasks without records get an all-zero row."""
     lengths = _check_series(series)
     n = series.n_tasks
     hist = np.zeros((n, HISTOGRAM_BINS))
-    advance = (progress or _no_progress)("Fig. 4 histograms", n)
+    advance = progress("Fig. 4 histograms", n)
     for _, a, b in _blocks(n):
         L = lengths[a:b]
         v = _block_values(series, a, b, "inst")
@@ -451,7 +447,7 @@ def _check_x(x, where) -> np.ndarray:
 
 
 def sums_normality(x, sizes=DEFAULT_SIZES, *, repetitions: int = DEFAULT_REPETITIONS, seed: int = 0,
-                   where: str = "store", progress: Optional[Progress] = None) -> SumsNormality:
+                   where: str = "store", progress: Progress = no_progress) -> SumsNormality:
     """Anderson–Darling normality of sums of N random tasks (Table 1).
 
     Sample r (stream ``[seed, 9, 4, r]``) is a random ordering of max(sizes)
@@ -465,10 +461,10 @@ def sums_normality(x, sizes=DEFAULT_SIZES, *, repetitions: int = DEFAULT_REPETIT
     if sizes.size == 0 or sizes[0] < 1 or sizes[-1] > x.shape[0]:
         raise InputError(f"{where}: sizes must lie in 1..{x.shape[0]} (the store's tasks)")
     if repetitions < 1:
-        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+        raise InputError(f"repetitions must be >= 1, not {repetitions}", param="repetitions")
     a2 = np.empty((repetitions, sizes.size))
     total = np.empty_like(a2)
-    advance = (progress or _no_progress)("Table 1 A-D on sums of N tasks", repetitions)
+    advance = progress("Table 1 A-D on sums of N tasks", repetitions)
     for first in range(0, repetitions, SAMPLE_CHUNK):
         count = min(SAMPLE_CHUNK, repetitions - first)
         samples = nested_samples(x.shape[0], int(sizes[-1]), first, count, seed, _STREAM_SUMS)
@@ -538,7 +534,7 @@ class PercentilePrediction:
 
 def percentile_prediction(x, sizes=PERCENTILE_SIZES, percentiles=PERCENTILES, *,
                           repetitions: int = DEFAULT_REPETITIONS, seed: int = 0, where: str = "store",
-                          progress: Optional[Progress] = None) -> PercentilePrediction:
+                          progress: Progress = no_progress) -> PercentilePrediction:
     """Gaussian prediction of the sum's percentiles (Fig. 6, Section 3.4).
 
     Sample r (stream ``[seed, 9, 5, r]``, nested over sizes): the sum of its
@@ -553,11 +549,11 @@ def percentile_prediction(x, sizes=PERCENTILE_SIZES, percentiles=PERCENTILES, *,
     if sizes.size == 0 or sizes[0] < 1 or sizes[-1] > x.shape[0]:
         raise InputError(f"{where}: percentile sample sizes must lie in 1..{x.shape[0]}")
     if repetitions < 1:
-        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+        raise InputError(f"repetitions must be >= 1, not {repetitions}", param="repetitions")
     z = ndtri(percentiles / 100.0)
     gauss = np.empty((repetitions, sizes.size, percentiles.size))
     emp = np.empty_like(gauss)
-    advance = (progress or _no_progress)("Fig. 6 percentile prediction", repetitions)
+    advance = progress("Fig. 6 percentile prediction", repetitions)
     for r in range(repetitions):
         rows = _rng(seed, _STREAM_PERCENTILES, r).choice(x.shape[0], int(sizes[-1]), replace=False)
         block = _rows(x, rows, where)
@@ -576,7 +572,7 @@ def percentile_prediction(x, sizes=PERCENTILE_SIZES, percentiles=PERCENTILES, *,
 
 
 def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 0,
-                      progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray]:
+                      progress: Progress = no_progress) -> tuple[np.ndarray, np.ndarray]:
     """The instantaneous matrix ``x`` of the store SPEC §8 makes from
     ``series`` with this seed (row selection and x indices as in
     :func:`colosim.realize.realize`; y is not needed here).
@@ -584,10 +580,10 @@ def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 
     Returns (x float32 (n_tasks, n_realizations), series rows).
     """
     if n_realizations < 2:
-        raise InputError(f"--realizations must be >= 2, not {n_realizations}")
+        raise InputError(f"n_realizations must be >= 2, not {n_realizations}", param="n_realizations")
     rows = select_rows(series.n_tasks, n_tasks, seed)
     x = np.empty((n_tasks, n_realizations), dtype=np.float32)
-    advance = (progress or _no_progress)("Realizing an in-memory store", n_tasks)
+    advance = progress("Realizing an in-memory store", n_tasks)
     for j, row in enumerate(rows):
         inst, _ = series.task(int(row))
         if len(inst) == 0:
@@ -601,18 +597,16 @@ def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 
     return x, rows
 
 
-def as_series(source, *, progress: Optional[Progress] = None):
+def as_series(source, *, progress: Progress = no_progress):
     """``source`` itself when it is a :class:`~colosim.io.Series`; otherwise
     (any SPEC §8 ``SeriesSource``, e.g. a synthetic population generated on
     demand) an in-memory :class:`~colosim.io.Series` of all its tasks, in
     order. Record start times are the record numbers × 300 s."""
-    from .io import Series
-
     if hasattr(source, "offsets") and hasattr(source, "inst"):
         return source
     n = int(source.n_tasks)
     inst, avg = [], []
-    advance = (progress or _no_progress)("Reading the population's tasks", n)
+    advance = progress("Reading the population's tasks", n)
     for k in range(n):
         i, a = source.task(k)
         inst.append(np.asarray(i, dtype=np.float32))
@@ -621,7 +615,7 @@ def as_series(source, *, progress: Optional[Progress] = None):
             advance(k % 256 + 1)
     lengths = np.array([len(v) for v in inst], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    start = np.concatenate([np.arange(t, dtype=np.int64) * 300_000_000 for t in lengths]) if n else np.empty(0, np.int64)
+    start = np.concatenate([np.arange(t, dtype=np.int64) * WINDOW_US for t in lengths]) if n else np.empty(0, np.int64)
     cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, np.float32))
     return Series(path=None, task_id=np.asarray(source.task_id, dtype=np.int64).reshape(n, 2),
                   offsets=offsets, inst=cat(inst), avg=cat(avg), start_time=start,
@@ -630,24 +624,6 @@ def as_series(source, *, progress: Optional[Progress] = None):
 
 # --------------------------------------------------------------------------
 # everything
-
-
-def parse_sizes(text: str) -> tuple[int, ...]:
-    """``"10,20,50"`` or ``"START:STOP:STEP"`` (inclusive) -> sorted sizes."""
-    text = text.strip()
-    try:
-        if ":" in text:
-            parts = [int(p) for p in text.split(":")]
-            if len(parts) != 3 or parts[2] < 1:
-                raise ValueError
-            sizes = list(range(parts[0], parts[1] + 1, parts[2]))
-        else:
-            sizes = [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise InputError(f"--sizes {text!r}: expected 'A,B,C' or 'START:STOP:STEP' of integers") from None
-    if not sizes or min(sizes) < 1:
-        raise InputError(f"--sizes {text!r}: sizes must be positive integers")
-    return tuple(sorted(set(sizes)))
 
 
 def _list_sizes(sizes) -> str:
@@ -680,7 +656,7 @@ class Characterization:
 def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
                  sizes=DEFAULT_SIZES, percentile_sizes=PERCENTILE_SIZES, n_init: int = DEFAULT_N_INIT,
                  store_tasks: int = DEFAULT_STORE_TASKS, realizations: int = DEFAULT_REALIZATIONS,
-                 progress: Optional[Progress] = None, name: Optional[str] = None) -> Characterization:
+                 progress: Progress = no_progress, name: Optional[str] = None) -> Characterization:
     """Run every analysis of SPEC §9 on ``series`` (and ``store`` if given).
 
     Without a store, Table 1 and Figs. 5–6 use :func:`realize_in_memory` with
@@ -690,11 +666,11 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     ``name`` says what it is in the report (default: the file's path).
     """
     if seed < 0:
-        raise InputError(f"--seed must be >= 0, not {seed}")
+        raise InputError(f"seed must be >= 0, not {seed}", param="seed")
     if repetitions < 1:
-        raise InputError(f"--repetitions must be >= 1, not {repetitions}")
+        raise InputError(f"repetitions must be >= 1, not {repetitions}", param="repetitions")
     if n_init < 1:
-        raise InputError(f"--n-init must be >= 1, not {n_init}")
+        raise InputError(f"n_init must be >= 1, not {n_init}", param="n_init")
     notes: list[str] = []
     series = as_series(series, progress=progress)
     lengths = _check_series(series)
@@ -706,7 +682,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     nonempty = lengths > 0
     clusters = None
     if nonempty.sum() >= N_CLUSTERS:
-        tick = (progress or _no_progress)("Fig. 4 k-means (k=16)", 1)
+        tick = progress("Fig. 4 k-means (k=16)", 1)
         clusters = cluster_histograms(hist[nonempty], n_init=n_init, seed=seed)
         notes.extend(clusters.notes)
         tick(1)
@@ -719,7 +695,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
         store_desc = f"store `{store.path.name}` ({store.n_tasks} tasks × {store.n_realizations} realizations)"
     else:
         if store_tasks < 1:
-            raise InputError(f"--store-tasks must be >= 1, not {store_tasks}")
+            raise InputError(f"store_tasks must be >= 1, not {store_tasks}", param="store_tasks")
         n_store = min(int(nonempty.sum()), store_tasks, series.n_tasks)
         x, _ = realize_in_memory(series, n_store, realizations, seed=seed, progress=progress)
         where = "in-memory store"
@@ -755,16 +731,3 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
                             convergence=convergence, moments=moments, lines=lines, invariance=invariance,
                             histograms=hist, clusters=clusters, sums=sums, examples=examples,
                             percentiles=pred, notes=notes, task_id=np.asarray(series.task_id))
-
-
-# --------------------------------------------------------------------------
-# outputs (figures, CSVs, report.md) live in colosim.plots.section3
-
-
-def write_outputs(result: Characterization, out_dir, *, task_id=None,
-                  progress: Optional[Progress] = None) -> list:
-    """Write the figures, CSVs and ``report.md`` of ``result`` into
-    ``out_dir``; see :func:`colosim.plots.section3.write_outputs`."""
-    from .plots.section3 import write_outputs as _write
-
-    return _write(result, out_dir, task_id=task_id, progress=progress)

@@ -2,7 +2,7 @@
 
 ``write_synthetic_trace`` writes ``task_events/`` and ``task_usage/`` shards
 (gzip'd CSV, no header, the official columns) for the built-in population of
-:mod:`colosim.trace.synthetic`, cut to a trace of ``days`` days, and plants
+:mod:`colosim.sources.population`, cut to a trace of ``days`` days, and plants
 what the ingest filters (SPEC §7) must remove or repair:
 
 - *failing* tasks: extra tasks with an EVICT, FAIL, KILL or LOST event;
@@ -38,12 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from .synthetic import TRACE_START_US, WINDOW_US, PopulationModel, SyntheticPopulation
+from .. import streams
+from ..io.series import WINDOW_US
+from ..progress import Progress, no_progress
+from .ingest import MIN_RECORDS
+from .population import TRACE_START_US, PopulationModel, SyntheticPopulation
 
 WINDOWS_PER_DAY = 288
-MIN_LONG = 24
 _EXTRA_JOB_BASE = 7_000_000_000  # jobs of the planted extra tasks (population: 6e9 + ...)
-_TAG_PLANT = 3011
 FAILING_TYPES = (2, 3, 5, 6)
 _TAG_MIDDLE = 4011
 _POOL = 4096
@@ -101,7 +103,7 @@ def write_synthetic_trace(
     short_share: float = 0.2,
     plant_every: int = 50,
     chunk_tasks: int = 256,
-    progress=None,
+    progress: Progress = no_progress,
 ) -> dict:
     """Write a synthetic Google 2011 trace to ``out_dir`` (which must not
     exist or be empty) and return the planted facts (also in
@@ -122,12 +124,12 @@ def write_synthetic_trace(
         Every ``plant_every``-th long task gets an average of 1.5 in its first
         record, and (offset by half) two incomplete extra records.
     progress
-        Called with the number of tasks just written.
+        The progress protocol (:mod:`colosim.progress`), in tasks written.
     """
     if not isinstance(n_tasks, (int, np.integer)) or n_tasks < 1:
-        raise InputError(f"--tasks must be a positive integer, not {n_tasks!r}")
+        raise InputError(f"n_tasks must be a positive integer, not {n_tasks!r}", param="n_tasks")
     if not isinstance(days, (int, np.integer)) or days < 1:
-        raise InputError(f"--days must be a positive integer, not {days!r}")
+        raise InputError(f"days must be a positive integer, not {days!r}", param="days")
     for name, v in (("failing_share", failing_share), ("zero_share", zero_share), ("short_share", short_share)):
         if not 0 <= v <= 10:
             raise InputError(f"{name} must be in [0, 10], not {v!r}")
@@ -140,8 +142,10 @@ def write_synthetic_trace(
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
     try:
+        advance = progress(f"synth-trace {out_dir.name}", total_tasks(n_tasks, failing_share, zero_share,
+                                                                      short_share))
         planted = _write(tmp, population, n_windows, int(days), seed, failing_share, zero_share,
-                         short_share, plant_every, chunk_tasks, progress)
+                         short_share, plant_every, chunk_tasks, advance)
         (tmp / "planted.json").write_text(json.dumps(planted, indent=1) + "\n", encoding="utf-8")
         umask = os.umask(0)
         os.umask(umask)
@@ -162,16 +166,16 @@ def total_tasks(n_tasks: int, failing_share=0.05, zero_share=0.02, short_share=0
 
 def _extra_tasks(seed: int, n_tasks: int, n_windows: int, failing_share, zero_share, short_share):
     """The planted extra tasks: (kind, job, idx, first window, inst, avg, event type)."""
-    g = np.random.default_rng([seed, _TAG_PLANT])
+    g = streams.planted_tasks(seed)
     kinds = (["failing"] * int(round(failing_share * n_tasks)) + ["zero"] * int(round(zero_share * n_tasks))
              + ["short"] * int(round(short_share * n_tasks)))
     extra = []
     for i, kind in enumerate(kinds):
         job, idx = _EXTRA_JOB_BASE + 41 * (i // 10), i % 10
         if kind == "short":
-            length = int(g.integers(1, MIN_LONG))
+            length = int(g.integers(1, MIN_RECORDS))
         else:
-            length = int(g.integers(MIN_LONG, 200))
+            length = int(g.integers(MIN_RECORDS, 200))
         length = min(length, n_windows)
         first = int(g.integers(0, n_windows - length + 1))
         inst = g.gamma(0.7, 0.02, length).astype(np.float32)
@@ -186,7 +190,7 @@ def _extra_tasks(seed: int, n_tasks: int, n_windows: int, failing_share, zero_sh
 
 
 def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, short_share,
-           plant_every, chunk_tasks, progress) -> dict:
+           plant_every, chunk_tasks, advance) -> dict:
     usage = _ShardWriter(tmp / "task_usage", days)
     events = _ShardWriter(tmp / "task_events", days)
     counts = {k: [0, 0] for k in ("input", "failing", "missing", "zero_usage", "short", "long")}
@@ -224,7 +228,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
                     cls = "failing"
                 elif zero:
                     cls = "zero_usage"
-                elif n < MIN_LONG:
+                elif n < MIN_RECORDS:
                     cls = "short"
                 else:
                     cls = "long"
@@ -266,8 +270,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
             e_time_a = np.asarray(e_time, dtype=np.int64)
             usage.write(_day(u_time_a, days), u_time_a, u_lines)
             events.write(_day(e_time_a, days), e_time_a, e_lines)
-            if progress is not None:
-                progress(stop - start)
+            advance(stop - start)
     finally:
         usage.close()
         events.close()
@@ -287,7 +290,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
         "format": "google2011-synthetic",
         "population": population.source,
         "days": days,
-        "min_records": MIN_LONG,
+        "min_records": MIN_RECORDS,
         "steps": [s0, s1, s2, s3, s4, s5],
         "avg_above_1_replaced": above_1,
         "avg_above_1_tasks": above_1_tasks,

@@ -32,108 +32,26 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..analysis.summary import rebalancing_gains
 from ..errors import InputError
-from ..estimators import parse_estimator
 from ..io.atomic import atomic_path
-from ..sweep import COLUMNS, read_results
+from ..io.results import BASE_CASE, GRID_KEYS, read_results
+from ..model.estimators import ESTIMATORS, family, label as estimator_label, parameter as param
+from ..model.grid import check_row
+from ..progress import Progress, no_progress
 
-#: grid keys of a results table (SPEC §5), in column order
-GRID_KEYS = COLUMNS[1:8]
-
-#: the paper's base case (Section 5.1)
-BASE_CASE = {
-    "algorithm": "best-fit",
-    "capacity": 1.0,
-    "clairvoyance": 1.0,
-    "data": "inst",
-    "rebalance": True,
-    "headroom": 1.0,
-}
-
-FAMILY_COLORS = {
-    "gpa": "#1f77b4",
-    "av": "#ff7f0e",
-    "perc": "#2ca02c",
-    "cantelli": "#d62728",
-    "max": "#9467bd",
-    # beyond the paper (docs/beyond.md)
-    "emp": "#8c564b",
-    "gpa-cal": "#17becf",
-    "hoeffding": "#7f7f7f",
-    "effsize": "#e377c2",
-    "nsigma": "#bcbd22",
-}
-FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: one colour per estimator family, in the estimator table's order
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
          "#bcbd22", "#17becf")
+FAMILY_COLORS = {f: TAB10[i % len(TAB10)]
+                 for i, f in enumerate(dict.fromkeys(kind.family for kind in ESTIMATORS.values()))}
+FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 Q_LABEL = "violation frequency q (share of machine-realizations over c)"
 M_LABEL = "normalized machines m = m_abs / m_norm"
 
 
-# ---------------------------------------------------------------- input
-
-
-def load_results(path) -> list[dict]:
-    """Read a results CSV (SPEC §5) and check every row; :class:`InputError`
-    names the file and line of the first bad row."""
-    rows = read_results(path)
-    if not rows:
-        raise InputError(f"{path}: results table has a header but no rows")
-    check_rows(rows, path)
-    return rows
-
-
-def check_rows(rows: list[dict], path="results") -> None:
-    """Values out of their SPEC §5 domain are input errors (line numbers
-    count the header as line 1)."""
-    for line, r in enumerate(rows, start=2):
-        where = f"{path}: line {line}"
-        try:
-            parse_estimator(r["estimator"])
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
-        if r["data"] not in ("inst", "avg"):
-            raise InputError(f"{where}: data must be inst or avg, not {r['data']!r}")
-        if r["algorithm"] not in ("first-fit", "best-fit", "first-fit-decreasing", "best-fit-decreasing"):
-            raise InputError(f"{where}: unknown algorithm {r['algorithm']!r}")
-        for key in ("capacity", "clairvoyance", "headroom", "m", "q", "q_max", "severity"):
-            if key == "capacity" and isinstance(r[key], str):  # a fleet (docs/beyond.md)
-                continue
-            if not math.isfinite(r[key]):
-                raise InputError(f"{where}: {key} is not a finite number")
-        if not (0.0 <= r["q"] <= 1.0 and 0.0 <= r["q_max"] <= 1.0):
-            raise InputError(f"{where}: q and q_max must lie in [0, 1]")
-        if r["m_abs"] < 1 or r["m_norm"] < 1 or r["instance"] < 0:
-            raise InputError(f"{where}: m_abs and m_norm must be >= 1, instance >= 0")
-
-
 # ---------------------------------------------------------------- selection
-
-
-def family(spec: str) -> str:
-    """Estimator family: gpa, av, perc, cantelli or max (``perc:100`` is max)."""
-    est = parse_estimator(spec)
-    if est.name == "perc" and est.param == 100:
-        return "max"
-    return est.name
-
-
-def param(spec: str) -> float | None:
-    return parse_estimator(spec).param
-
-
-def estimator_label(spec: str) -> str:
-    """A reader's name for an estimator: ``GPA ρ=0.01``, ``av 1.25``, …"""
-    est = parse_estimator(spec)
-    p = None if est.param is None else f"{est.param:g}"
-    if est.name == "gpa":
-        return f"GPA ρ={p}"
-    if est.name == "cantelli":
-        return f"Cantelli b={p}"
-    if est.name == "max" or (est.name == "perc" and est.param == 100):
-        return "max" if est.name == "max" else "perc 100 (max)"
-    return f"{est.name} {p}"
 
 
 def unique(values) -> list:
@@ -150,7 +68,7 @@ def reference(rows: list[dict]) -> dict:
     """Per grid key, the paper's base-case value when the table holds it,
     else the first value the table lists."""
     ref = {}
-    for key in GRID_KEYS[1:]:
+    for key in BASE_CASE:
         values = unique(r[key] for r in rows)
         ref[key] = BASE_CASE[key] if BASE_CASE[key] in values else values[0]
     return ref
@@ -171,25 +89,6 @@ def by_estimator(rows: list[dict], metric: str) -> dict[str, np.ndarray]:
     for r in rows:
         out.setdefault(r["estimator"], []).append(r[metric])
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
-
-
-def rebalancing_gains(rows: list[dict]) -> dict[tuple, np.ndarray]:
-    """Relative gain of rebalancing per instance, ``(q_off - q_on) / q_off``
-    (paper Figure 13), keyed by (estimator, algorithm); runs are paired on
-    instance and every other grid key. Pairs with ``q_off = 0`` are omitted
-    (the paper omits zero-q baselines); perc and max are omitted as in the
-    paper. A key without a single usable pair is absent from the result."""
-    off, on = {}, {}
-    for r in rows:
-        if family(r["estimator"]) in ("perc", "max"):
-            continue
-        key = (r["instance"],) + tuple(r[k] for k in GRID_KEYS if k != "rebalance")
-        (on if r["rebalance"] else off)[key] = r["q"]
-    gains: dict[tuple, list] = {}
-    for key, q_off in sorted(off.items()):  # instance order, whatever the rows' order
-        if key in on and q_off > 0:
-            gains.setdefault((key[1], key[2]), []).append((q_off - on[key]) / q_off)
-    return {k: np.asarray(v) for k, v in gains.items()}
 
 
 # ---------------------------------------------------------------- figures
@@ -541,15 +440,40 @@ def figures_to_draw(rows: list[dict], figures=None) -> list[int]:
 
 
 def plot_results(rows: list[dict], out_dir, figures=None, formats=("png", "svg"),
-                 progress=None) -> dict[int, list[Path]]:
+                 progress: Progress = no_progress) -> dict[int, list[Path]]:
     """Draw the supported figures (all of them, or those numbered in
     ``figures``, see :func:`figures_to_draw`) into ``out_dir``; returns
     figure number → files written."""
+    wanted = figures_to_draw(rows, figures)
+    advance = progress("figures", len(wanted))
     out = {}
-    for n in figures_to_draw(rows, figures):
+    for n in wanted:
         kind = FIGURES[n]
         fig = kind.draw(rows)
         out[n] = save_figure(fig, Path(out_dir), kind.stem, formats)
-        if progress is not None:
-            progress(1)
+        advance(1)
     return out
+
+
+def load_results(path) -> list[dict]:
+    """The rows of a results table, every row checked; a table without rows
+    is an :class:`InputError`."""
+    rows = read_results(path, check_point=check_row)
+    if not rows:
+        raise InputError(f"{path}: results table has a header but no rows")
+    return rows
+
+
+def plot_file(path, out_dir, figures=None, progress: Progress = no_progress):
+    """Draw Figures 7–13 from the results table at ``path`` (all it
+    supports, or those numbered in ``figures``). Returns ``(written,
+    skipped)``: figure number → files, and figure number → why it could not
+    be drawn (for those not asked for by number)."""
+    rows = load_results(path)
+    support = supported_figures(rows)
+    if figures is None and not any(why is None for why in support.values()):
+        raise InputError(f"{path}: supports none of Figures 7-13 ("
+                         + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
+    written = plot_results(rows, out_dir, figures=figures, progress=progress)
+    skipped = {n: why for n, why in support.items() if why is not None and figures is None}
+    return written, skipped

@@ -35,19 +35,17 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from ..errors import InputError
 from ..io.series import SeriesWriter
+from ..progress import Progress, no_progress
 from ._shards import find_shards, first_bad_line, iter_lines
+from .ingest import MIN_RECORDS, IngestReport, check_arguments
 
 FAILING_EVENTS = (2, 3, 5, 6)  # EVICT, FAIL, KILL, LOST (SPEC §7 step 1)
-DEFAULT_MIN_RECORDS = 24  # 2 hours of 5-minute records (SPEC §7 step 5)
-ON_BAD_LINES = ("error", "skip")
 MAX_BATCH = 8  # shards per read: bounds the per-batch table (~2.4 M rows per official shard)
 
 # Column types (1-based column k is "ck"). Every column is typed, so that a
@@ -68,46 +66,6 @@ _READ_OPTIONS = (
     "auto_detect = false, compression = 'auto', store_rejects = true, "
     "rejects_table = 'csv_rejects', rejects_scan = 'csv_scans'"
 )
-
-
-@dataclass
-class IngestReport:
-    """Counts of every SPEC §7 step, as stored in the series' ``filters``."""
-
-    steps: list[dict] = field(default_factory=list)
-    counts: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    timings: dict = field(default_factory=dict)  # phase -> {wall, cpu} seconds (not stored)
-
-    def add_step(self, name: str, what: str, tasks: int, records: int, tasks_dropped=None, records_dropped=None):
-        self.steps.append(
-            dict(
-                step=name,
-                what=what,
-                tasks=int(tasks),
-                records=int(records),
-                tasks_dropped=None if tasks_dropped is None else int(tasks_dropped),
-                records_dropped=None if records_dropped is None else int(records_dropped),
-            )
-        )
-
-    def to_dict(self) -> dict:
-        return {"steps": self.steps, **self.counts}
-
-    def step(self, name: str) -> dict:
-        for s in self.steps:
-            if s["step"] == name:
-                return s
-        raise KeyError(name)
-
-
-ProgressFn = Callable[[str, Path, int, int, int, int], None]
-"""progress(kind, shard, index, n_shards, shard_bytes, total_bytes), called after each shard."""
-
-
-def _check_bad_lines(on_bad_lines: str) -> None:
-    if on_bad_lines not in ON_BAD_LINES:
-        raise InputError(f"--on-bad-lines must be one of {', '.join(ON_BAD_LINES)}, not {on_bad_lines!r}")
 
 
 def _usage_line_problem(line: str) -> str | None:
@@ -257,20 +215,18 @@ def _first_line(exc) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _in_batches(db: _Database, shards: list[Path], kind: str, progress: ProgressFn | None):
-    """The shards in batches of ``db.batch_size()``; each batch's shards are
+def _in_batches(db: _Database, shards: list[Path], kind: str, progress: Progress):
+    """The shards in batches of ``db.batch_size()``; each batch's bytes are
     reported to ``progress`` once the caller has processed it."""
-    total = sum(p.stat().st_size for p in shards)
+    advance = progress(f"{kind} ({len(shards)} shards, bytes)", sum(p.stat().st_size for p in shards))
     step = db.batch_size()
     for first in range(0, len(shards), step):
         batch = shards[first : first + step]
         yield batch
-        if progress is not None:
-            for i, path in enumerate(batch, start=first):
-                progress(kind, path, i, len(shards), path.stat().st_size, total)
+        advance(sum(p.stat().st_size for p in batch))
 
 
-def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, progress: ProgressFn | None):
+def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, progress: Progress):
     """Fill table ``failing`` (job, idx) from task_events; return counts."""
     con = db.con
     con.execute("CREATE TABLE event_tasks (job BIGINT, idx BIGINT, failing BOOLEAN)")
@@ -296,7 +252,7 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
     return dict(event_tasks=int(n_tasks), event_failing_tasks=int(n_failing), event_bad_lines=int(bad))
 
 
-def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: ProgressFn | None) -> dict:
+def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: Progress) -> dict:
     """Fill ``task_counts`` (per shard and task: records, complete records)
     and ``records`` (complete records of non-failing tasks, step 3 applied)."""
     con = db.con
@@ -427,12 +383,12 @@ def ingest_google2011(
     *,
     task_events=None,
     task_usage=None,
-    min_records: int = DEFAULT_MIN_RECORDS,
+    min_records: int = MIN_RECORDS,
     threads: int | None = None,
     memory_limit: str | None = None,
     on_bad_lines: str = "error",
     tmp_dir=None,
-    progress: ProgressFn | None = None,
+    progress: Progress = no_progress,
 ) -> IngestReport:
     """Ingest Google 2011 shards into the series file ``out`` (SPEC §7).
 
@@ -457,16 +413,14 @@ def ingest_google2011(
         Folder for DuckDB's database and spill files (default: the system's
         temporary folder); needs room for about the size of the kept records.
     progress
-        Called after each shard (see :data:`ProgressFn`).
+        The progress protocol (:mod:`colosim.progress`), in bytes of shards.
 
     Returns
     -------
     IngestReport
         The counts, also stored in the series' ``filters`` attribute.
     """
-    _check_bad_lines(on_bad_lines)
-    if int(min_records) < 1:
-        raise InputError(f"--min-records must be >= 1, not {min_records}")
+    check_arguments(min_records, on_bad_lines)
     if trace_dir is not None:
         trace_dir = Path(trace_dir)
         if not trace_dir.is_dir():

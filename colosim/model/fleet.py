@@ -3,7 +3,7 @@
 Written ``C1:SHARE1,C2:SHARE2,...`` (for example ``"1:0.5,0.5:0.5"``: half
 the machines of capacity 1, half of capacity 0.5), in a config's
 ``grid.capacity`` list beside plain numbers. Types keep the order written:
-it breaks ties when a new bin's type is chosen (see ``docs/beyond.md``).
+it breaks ties when a new bin's type is chosen (see ``docs/estimators.md``).
 """
 
 from __future__ import annotations
@@ -11,12 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import InputError
-
-
-def _format(value: float) -> str:
-    text = repr(float(value))
-    return text[:-2] if text.endswith(".0") else text
+from ..errors import InputError
+from ._text import number_text
 
 
 @dataclass(frozen=True)
@@ -30,17 +26,13 @@ class Fleet:
     def spec(self) -> str:
         """Canonical spec: each capacity and share as ``repr(float)`` without
         a trailing ``.0``, in the order written."""
-        return ",".join(f"{_format(c)}:{_format(s)}" for c, s in zip(self.capacities, self.shares))
+        return ",".join(f"{number_text(c)}:{number_text(s)}" for c, s in zip(self.capacities, self.shares))
 
     @property
     def mean_capacity(self) -> float:
         """Share-weighted mean capacity ``sum s_t c_t / sum s_t`` (the m_norm
         divisor of a fleet)."""
         return math.fsum(s * c for s, c in zip(self.shares, self.capacities)) / math.fsum(self.shares)
-
-    @property
-    def smallest(self) -> float:
-        return min(self.capacities)
 
     def __str__(self) -> str:
         return self.spec

@@ -1,88 +1,28 @@
-"""The paper's Section 5 in one run: every config, its figures, and a table
-of the paper's claims beside colosim's values (SPEC §12).
+"""The paper's Section 5 claims judged on results rows (SPEC §12).
 
-The claims are judged by pure functions of results rows
-(:func:`evaluate_claims`), with SPEC §12's tolerances: a violation frequency
-holds within a factor of 3 of the paper's, or when both lie below three times
-the sweep's resolution ``1 / sum over instances of (m_abs × |E|)``; a machine
-count or a share holds within ±5% (relative). Claims of another kind (a
-ratio, a dominance, a "stays similar") state their comparison in the table.
-
-Scales (:data:`SCALES`) shrink a loaded config, never its file: ``paper``
-runs the configs as written; ``small`` and ``tiny`` replace the synthetic
-source's N and R and the instances' count and size, and keep every grid
-value. Machine counts the paper gives for 1,000-task instances are compared
-after scaling by ``n / 1000``.
+The claims are pure functions of results rows (:func:`evaluate_claims`),
+with SPEC §12's tolerances: a violation frequency holds within a factor of 3
+of the paper's, or when both lie below three times the sweep's resolution
+``1 / sum over instances of (m_abs × |E|)``; a machine count or a share
+holds within ±5% (relative). Claims of another kind (a ratio, a dominance, a
+"stays similar") state their comparison in the table. Machine counts the
+paper gives for 1,000-task instances are compared after scaling by
+``n / 1000``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import platform
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from ._version import __version__
-from .config import SweepConfig, load_config
-from .errors import InputError
-from .plots.section5 import FIGURES, family, rebalancing_gains, supported_figures
-
-# ---------------------------------------------------------------- scales
-
-
-@dataclass(frozen=True)
-class Scale:
-    """How far to shrink a config: store rows N, realizations R (synthetic
-    sources only), instance count and tasks per instance."""
-
-    store_tasks: int
-    realizations: int
-    instances: int
-    tasks: int
-
-
-#: ``None`` = the configs as written (paper: N = 100,000, R = 10,000,
-#: 50 instances of 1,000 tasks)
-SCALES: dict[str, Scale | None] = {
-    "paper": None,
-    "small": Scale(store_tasks=3_000, realizations=2_000, instances=10, tasks=200),
-    "tiny": Scale(store_tasks=400, realizations=300, instances=3, tasks=40),
-}
-
-
-def scale_config(config: SweepConfig, scale: str) -> SweepConfig:
-    """``config`` shrunk to ``scale`` (see :data:`SCALES`).
-
-    A synthetic source gets ``tasks = store_tasks`` and ``realizations``,
-    and its cached store is chosen by those numbers (any ``source.store``
-    path is dropped, since it names a store of the full size). A ``store``
-    source is kept: only the instances shrink. Instances get ``count`` and
-    ``tasks`` from the scale (never more than the config's own). The grid is
-    untouched; clairvoyance levels keep their meaning as shares of R.
-    """
-    if scale not in SCALES:
-        raise InputError(f"unknown scale {scale!r} (choose one of {', '.join(SCALES)})")
-    s = SCALES[scale]
-    if s is None:
-        return config
-    source = config.source
-    if source.kind == "synthetic":
-        source = dataclasses.replace(source, path=None, tasks=min(source.tasks, s.store_tasks),
-                                     realizations=min(source.realizations, s.realizations))
-    instances = dataclasses.replace(config.instances, count=min(config.instances.count, s.instances),
-                                    tasks=min(config.instances.tasks, s.tasks))
-    return dataclasses.replace(config, source=source, instances=instances)
-
-
-# ---------------------------------------------------------------- claims
+from ..io.results import BASE_CASE
+from ..model.estimators import family, same_estimator
+from ..model.grid import observation_split
+from .summary import rebalancing_gains
 
 #: Paper base case (Section 5.1) every claim reads unless it varies a key.
-BASE = {"algorithm": "best-fit", "capacity": 1.0, "clairvoyance": 1.0, "data": "inst",
-        "rebalance": True, "headroom": 1.0}
+BASE = BASE_CASE
 
 PAPER_TASKS = 1000  # tasks per instance in the paper (Section 5.1)
 
@@ -131,9 +71,7 @@ def similar_frequencies(a: float, res_a: float, b: float, res_b: float) -> bool:
 
 def evaluation_columns(clairvoyance: float, realizations: int) -> int:
     """|E| (SPEC §2)."""
-    if clairvoyance == 1.0:
-        return realizations
-    return realizations - max(1, math.floor(clairvoyance * realizations + 0.5))
+    return realizations - observation_split(clairvoyance, realizations)[1]
 
 
 def resolution(rows: list[dict], realizations: int) -> float:
@@ -143,17 +81,13 @@ def resolution(rows: list[dict], realizations: int) -> float:
     return 1.0 / total
 
 
-def _same_estimator(a: str, b: str) -> bool:
-    return a == b or {a, b} == {"max", "perc:100"}
-
-
 def pick(res: Results | None, estimator: str, **keys) -> list[dict]:
     """Rows of one grid point: the base case, with ``keys`` overriding."""
     if res is None:
         return []
     want = dict(BASE, **keys)
     return [r for r in res.rows
-            if _same_estimator(r["estimator"], estimator) and all(r[k] == v for k, v in want.items())]
+            if same_estimator(r["estimator"], estimator) and all(r[k] == v for k, v in want.items())]
 
 
 def mean(rows, metric="q") -> float:
@@ -390,7 +324,7 @@ def claim_rebalancing(res, source, claim, fam, paper=0.07):
 
 
 def evaluate_claims(results: dict[str, Results]) -> list[Claim]:
-    """The paper's Section 5 claims (issue list, SPEC §12) judged on the
+    """The paper's Section 5 claims (SPEC §12) judged on the
     experiments' results, keyed by config name: ``baseline``,
     ``firstfit_vs_bestfit``, ``inst_vs_avg``, ``capacity``,
     ``clairvoyance``, ``rebalancing``. A missing experiment or grid point
@@ -442,145 +376,3 @@ def claims_markdown(claims: list[Claim]) -> str:
     lines.append("")
     lines.append(f"{n[HOLDS]} of {len(claims)} claims hold, {n[FAILS]} do not, {n[MISSING]} not evaluated.")
     return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------- pipeline
-
-#: the figures each of the paper's experiments is for (others: every
-#: figure their rows support)
-EXPERIMENT_FIGURES = {
-    "baseline": (7, 8, 9),
-    "firstfit_vs_bestfit": (),
-    "inst_vs_avg": (10,),
-    "capacity": (11,),
-    "clairvoyance": (12,),
-    "rebalancing": (13,),
-}
-
-
-FORMATS = ("png", "svg")
-
-
-def _up_to_date(paths: list[Path], source: Path) -> bool:
-    """Whether every path exists and is no older than ``source``."""
-    t = source.stat().st_mtime_ns
-    return all(p.exists() and p.stat().st_mtime_ns >= t for p in paths)
-
-
-@dataclass
-class ExperimentRun:
-    name: str
-    config: SweepConfig
-    csv: Path
-    results: Results
-    seconds: float
-    computed: bool
-    figures: dict[int, list[Path]]
-
-
-def load_configs(configs_dir, scale: str) -> list[SweepConfig]:
-    """Every ``*.toml`` of ``configs_dir`` (sorted by name), loaded, validated
-    and scaled before anything runs."""
-    configs_dir = Path(configs_dir)
-    if not configs_dir.is_dir():
-        raise InputError(f"{configs_dir}: configs folder not found")
-    paths = sorted(configs_dir.glob("*.toml"))
-    if not paths:
-        raise InputError(f"{configs_dir}: no *.toml config in the folder")
-    return [scale_config(load_config(p), scale) for p in paths]
-
-
-def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bool = False,
-              progress_factory=None, log=None, backend: str = "local", scheduler: str | None = None) -> Path:
-    """Run every config, draw its figures, judge the claims, write
-    ``out_dir/REPORT.md``; returns the report's path.
-
-    Results go to ``out_dir/results/NAME.csv`` (reused when complete for
-    the same scaled config, see :func:`colosim.sweep.sweep`), figures to
-    ``out_dir/figures/NAME/``. ``backend`` and ``scheduler`` are passed
-    to every sweep.
-    """
-    from .io.atomic import write_text_atomic
-    from .io.store import open_store
-    from .plots.section5 import plot_results
-    from .sources import resolve_store
-    from .sweep import read_results, sweep
-
-    out_dir = Path(out_dir)
-    if backend not in ("local", "dask"):
-        raise InputError(f"backend must be 'local' or 'dask', not {backend!r}")
-    configs = load_configs(configs_dir, scale)
-    t_start = time.perf_counter()
-    runs: list[ExperimentRun] = []
-    for cfg in configs:
-        name = cfg.path.stem
-        t0 = time.perf_counter()
-        store_path = resolve_store(cfg.source, cfg.path.parent, progress_factory)
-        with open_store(store_path) as store:
-            realizations = store.n_realizations
-        csv = out_dir / "results" / f"{name}.csv"
-        res = sweep(cfg, store_path, csv, force=force, progress_factory=progress_factory,
-                    backend=backend, scheduler=scheduler)
-        rows = read_results(csv)  # typed as any reader of the CSV sees them
-        results = Results(rows=rows, realizations=realizations, tasks=cfg.instances.tasks)
-        wanted = EXPERIMENT_FIGURES.get(name)
-        support = supported_figures(rows)
-        figures_for = [n for n in (wanted if wanted is not None else FIGURES) if support[n] is None]
-        fig_dir = out_dir / "figures" / name
-        figures = {n: [fig_dir / f"{FIGURES[n].stem}.{fmt}" for fmt in FORMATS] for n in figures_for}
-        if res.computed or not _up_to_date([p for ps in figures.values() for p in ps], csv):
-            progress = (progress_factory(f"figures {name}", len(figures_for))
-                        if progress_factory and figures_for else None)
-            figures = plot_results(rows, fig_dir, figures=figures_for, formats=FORMATS, progress=progress)
-        seconds = time.perf_counter() - t0
-        runs.append(ExperimentRun(name, cfg, csv, results, seconds, res.computed, figures))
-        if log is not None:
-            log(f"{name}: {len(rows)} rows, {len(figures)} figures, {seconds:.1f} s"
-                + ("" if res.computed else " (results reused)"))
-    claims = evaluate_claims({r.name: r.results for r in runs})
-    report = out_dir / "REPORT.md"
-    write_text_atomic(report, report_markdown(runs, claims, scale, time.perf_counter() - t_start, out_dir))
-    return report
-
-
-def _scale_text(scale: str, runs: list[ExperimentRun]) -> str:
-    cfg = runs[0].config
-    src = cfg.source
-    where = (f"synthetic population, N = {src.tasks:,} tasks × R = {src.realizations:,} realizations, seed {src.seed}"
-             if src.kind == "synthetic" else f"store {src.path}, R = {runs[0].results.realizations:,}")
-    return (f"Scale **{scale}**: {where}; {cfg.instances.count} instances of {cfg.instances.tasks:,} tasks "
-            f"(instance seed {cfg.instances.seed}).")
-
-
-def report_markdown(runs: list[ExperimentRun], claims: list[Claim], scale: str, seconds: float,
-                    out_dir: Path) -> str:
-    lines = ["# colosim: reproduction of the paper's Section 5", "",
-             _scale_text(scale, runs), "",
-             f"colosim {__version__}, NumPy {np.__version__}, Python {platform.python_version()}; "
-             f"total {seconds:.0f} s.", ""]
-    if scale != "paper":
-        lines += ["This is not the paper's scale. Machine counts the paper gives for 1,000-task instances are "
-                  "compared after scaling by n/1000, although the last, partly filled machine weighs more in a "
-                  "small instance (and so does rebalancing, which fills it). A sweep resolves violation "
-                  "frequencies only down to its resolution (shown beside each q), so rare-event claims are weak "
-                  "evidence here.", ""]
-    lines += ["## Claims", "",
-              "Tolerances (SPEC §12): a violation frequency holds within a factor of 3 of the paper's, or when "
-              "both lie below three times the sweep's resolution 1 / (sum over instances of m_abs × |E|); a "
-              "machine count or a share within ±5% (relative). Other comparisons are stated in their row.", "",
-              claims_markdown(claims), "## Experiments", "",
-              "| config | rows | instances | figures | time |", "|---|---|---|---|---|"]
-    for r in runs:
-        figs = ", ".join(str(n) for n in r.figures) or "—"
-        took = f"{r.seconds:.1f} s" if r.computed else f"{r.seconds:.1f} s (results reused)"
-        lines.append(f"| `{r.config.path.name}` → `{r.csv.relative_to(out_dir)}` | {len(r.results.rows)} | "
-                     f"{r.config.instances.count} | {figs} | {took} |")
-    lines += ["", "## Figures", ""]
-    for r in runs:
-        for n, paths in r.figures.items():
-            png = next(p for p in paths if p.suffix == ".png")
-            rel = png.relative_to(out_dir).as_posix()
-            lines += [f"### Figure {n} — {FIGURES[n].title} (`{r.name}`)", "",
-                      f"![Figure {n}]({rel})", "",
-                      f"SVG: `{png.with_suffix('.svg').relative_to(out_dir).as_posix()}`", ""]
-    return "\n".join(lines)

@@ -42,27 +42,29 @@ Values are clipped to [0, 1] (the largest machine has capacity 1).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtri
 
-from .._jit import jit
 from ..errors import InputError
+from ..io.series import WINDOW_US
+from ..kernels.population import phases
+from .ingest import MIN_RECORDS
 
 #: Version of the model's definition: bump it whenever the same (seed, k,
 #: defaults) would give other records, so that cached stores are not reused.
 MODEL_VERSION = 2
 
-#: Records per task allowed by the model: 2 hours to 29 days of 5-minute windows.
-MIN_RECORDS = 24
+#: Records per task allowed by the model: 2 hours (the ingest's threshold of
+#: a long task, SPEC §7) to 29 days of 5-minute windows.
 MAX_RECORDS = 8352
 #: Reference mean usage of the CV law (the paper's mean task, 13.5 / 500).
 MEAN_REF = 0.027
 #: Trace conventions (Google 2011 task_usage): microseconds, 300-s windows,
 #: the first window starting 600 s after the time origin.
-WINDOW_US = 300_000_000
 DAY_US = 86_400_000_000
 TRACE_START_US = 600_000_000
 
@@ -279,23 +281,6 @@ def factor_spec(cv2: float, shape: float, p_on: float) -> tuple[float, float, fl
     return 0.0, (p_on + 1.0) / pi, p_on, pi
 
 
-@jit
-def _phases_kernel(u, level, n_phases, a, b, p, pi, inst, avg):
-    """Per window t: phases ``min(1, level[t] * F)`` from the uniforms
-    ``u[t * n_phases : (t + 1) * n_phases]``; inst = the first, avg = their
-    mean (summed in order, float64)."""
-    for t in range(level.shape[0]):
-        s = 0.0
-        for j in range(n_phases):
-            v = u[t * n_phases + j]
-            f = a + b * (v / pi) ** p if v < pi else 0.0
-            x = min(level[t] * f, 1.0)
-            if j == 0:
-                inst[t] = x
-            s += x
-        avg[t] = s / n_phases
-
-
 def _levels(g: np.random.Generator, K: int, cv2_target: float, concentration: float):
     """Relative levels (time-weighted mean 1) and time shares of K levels,
     with squared CV ``cv2_target`` or the largest spread that keeps the
@@ -349,14 +334,14 @@ def generate_task(model: PopulationModel, seed: int, k: int, params: TaskParamet
     u = g.random(T * M)
     inst = np.empty(T)
     avg = np.empty(T)
-    _phases_kernel(u, level, M, a, b, p, pi, inst, avg)
+    phases(u, level, M, a, b, p, pi, inst, avg)
     return inst.astype(np.float32), avg.astype(np.float32)
 
 
 class SyntheticPopulation:
     """A population of ``n_tasks`` synthetic long tasks, generated on demand.
 
-    Satisfies the series-source protocol of :mod:`colosim.realize`: task k's
+    Satisfies the series-source protocol of :mod:`colosim.sources.realize`: task k's
     records are a pure function of ``(seed, k, model)``, whichever other tasks
     are generated and in whatever order or thread.
 
@@ -433,6 +418,11 @@ class SyntheticPopulation:
         first = TRACE_START_US + int(self.params.start[k]) * WINDOW_US
         start = first + WINDOW_US * np.arange(len(inst), dtype=np.int64)
         return inst, avg, start
+
+    def reader(self):
+        """The population itself: its tasks are generated on demand (the
+        series-source protocol of :mod:`colosim.sources.realize`)."""
+        return contextlib.nullcontext(self)
 
     @property
     def source(self) -> dict:

@@ -1,0 +1,317 @@
+"""One instance × many grid points → metrics (SPEC §2–5): the one path
+every grid point takes.
+
+1. **Statistics** once per (data, clairvoyance), with every percentile the
+   points need (:func:`colosim.model.estimators.compute_statistics`).
+2. **Packing.** A point whose estimator has a scalar item form and whose
+   capacity is one number is packed by the scalar kernel, all such points of
+   the instance in one call (:func:`colosim.kernels.packing.pack_many`);
+   the others — vector forms, fleets — by the vector kernel
+   (:func:`colosim.kernels.vector_packing.pack_vector`). A calibrated
+   estimator's parameter is first searched on the observation columns.
+3. **Evaluation.** Every packing of the instance by one evaluator, which
+   judges each bin against its own capacity and sums a set of tasks that
+   several packings share only once
+   (:func:`colosim.kernels.evaluate.count_violations`).
+4. **Metrics**, assembled once (SPEC §5).
+
+Each point's numbers are a function of the point and the instance alone:
+neither the other points of the grid nor the thread count changes a bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import streams
+from .errors import InputError
+from .kernels.evaluate import count_violations
+from .kernels.packing import pack_many
+from .kernels.stats import row_means
+from .kernels.tiles import TILE, column_tiles
+from .kernels.vector_packing import GAUSS, pack_vector
+from .model.estimators import SCALAR, TaskStatistics, compute_statistics
+from .model.grid import GridPoint, observation_split
+from .model.metrics import Metrics, normalization
+
+#: A calibrated estimator's rho is searched in [CAL_RHO_MIN, CAL_RHO_MAX] by
+#: CAL_STEPS halvings of log(rho) (docs/estimators.md).
+CAL_RHO_MIN = 1e-9
+CAL_RHO_MAX = 0.5
+CAL_STEPS = 24
+
+
+@dataclass
+class Packing:
+    """One point's packing: bins numbered in opening order, each bin's
+    machine type, the tasks' standalone loads ``L({i})``."""
+
+    assign: np.ndarray
+    n_bins: int
+    moves: int
+    bin_type: np.ndarray
+    standalone: np.ndarray
+    calibrated_rho: float | None = None
+
+
+class Observations:
+    """What the estimators of one instance see, computed once per
+    (data, clairvoyance): the observation columns, their statistics, and
+    their layout for judging packings on them (calibration)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray | None, points: list[GridPoint]):
+        self.x, self.y = x, y
+        R = x.shape[1]
+        self.k = {p.clairvoyance: observation_split(p.clairvoyance, R)[0] for p in points}
+        self._levels: dict[tuple, set] = {}
+        for p in points:
+            levels = self._levels.setdefault((p.data, p.clairvoyance), set())
+            if "percentile" in p.estimator.kind.needs:
+                levels.add(p.estimator.param)
+        self._stats: dict[tuple, TaskStatistics] = {}
+        self._layouts: dict[tuple, Layout] = {}
+
+    def source(self, data: str) -> np.ndarray:
+        if data == "avg":
+            if self.y is None:
+                raise InputError("data = 'avg' needs the average matrix y")
+            return self.y
+        return self.x
+
+    def columns(self, data: str, clairvoyance: float) -> np.ndarray:
+        """The observation columns, contiguous."""
+        return np.ascontiguousarray(self.source(data)[:, : self.k[clairvoyance]])
+
+    def statistics(self, data: str, clairvoyance: float) -> TaskStatistics:
+        key = (data, clairvoyance)
+        if key not in self._stats:
+            observed = self.source(data)[:, : self.k[clairvoyance]]
+            self._stats[key] = compute_statistics(observed, sorted(self._levels.get(key, ())))
+        return self._stats[key]
+
+    def layout(self, data: str, clairvoyance: float) -> "Layout":
+        """The observation columns laid out for :func:`evaluate`."""
+        key = (data, clairvoyance)
+        if key not in self._layouts:
+            self._layouts[key] = lay_out(self.source(data), 0, self.k[clairvoyance])
+        return self._layouts[key]
+
+
+def _items(estimator, data: str, clairvoyance: float, obs: Observations):
+    """The scalar items ``(a, b)`` of an estimator on these observations."""
+    a, b = estimator.items(obs.statistics(data, clairvoyance))
+    return np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64)
+
+
+def _uses_scalar_kernel(p: GridPoint) -> bool:
+    return p.estimator.kind.form == SCALAR and not p.fleet
+
+
+def _pack_vector(p: GridPoint, V, kind, params) -> Packing:
+    caps, shares = p.machine_types()
+    type_caps = p.headroom * np.array(caps)
+    assign, n_bins, moves, bin_type, standalone = pack_vector(
+        V, kind, params, type_caps, np.array(shares), p.algorithm_code, p.rebalance)
+    return Packing(assign, int(n_bins), int(moves), bin_type, standalone)
+
+
+def _pack_gaussian(p: GridPoint, a, b, z: float) -> Packing:
+    """One point with items (a, b) and this z, by the kernel its capacity
+    needs."""
+    if p.fleet:
+        return _pack_vector(p, np.ascontiguousarray(np.stack([a, b], axis=1)), GAUSS, np.array([z]))
+    one = np.zeros(1, dtype=np.int64)
+    assigns, n_bins, moves = pack_many(a[None, :], b[None, :], np.array([z]), one,
+                                       np.array([p.headroom * p.capacity]), np.array([p.algorithm_code]),
+                                       np.array([p.rebalance]), one, one)
+    return Packing(assigns[0], int(n_bins[0]), int(moves[0]), np.zeros(int(n_bins[0]), dtype=np.int64),
+                   a + z * np.sqrt(b))
+
+
+def _calibrate(p: GridPoint, obs: Observations) -> Packing:
+    """The packing at the largest rho found by bisection whose packing has a
+    violation frequency on the observation columns of at most the point's
+    target (docs/estimators.md).
+
+    The frequency on O is ``sum_j #{t in O: S_j(t) > c_j} / (m k)`` with
+    ``c_j`` the bin's capacity (without headroom, as q in SPEC §5). It is not
+    monotone in rho in general; bisection on ``log rho`` over
+    ``[CAL_RHO_MIN, CAL_RHO_MAX]`` keeps a bracket ``lo`` (meets) / ``hi``
+    (misses) for ``CAL_STEPS`` halvings and returns ``lo``. If even
+    ``CAL_RHO_MIN`` misses, it is returned (the most conservative rho tried).
+    """
+    target = p.estimator.param
+    a, b = _items(p.estimator, p.data, p.clairvoyance, obs)
+    layout = obs.layout(p.data, p.clairvoyance)
+    k = obs.k[p.clairvoyance]
+    z_of = p.estimator.kind.calibrated
+
+    def attempt(rho):
+        packing = _pack_gaussian(p, a, b, z_of(rho))
+        packing.calibrated_rho = rho
+        (counts,), _ = evaluate(layout, [packing.assign], [bin_capacities(p, packing)], [0])
+        return int(counts.sum()) / (packing.n_bins * k) <= target, packing
+
+    ok, packing = attempt(CAL_RHO_MAX)
+    if ok:
+        return packing
+    ok, low = attempt(CAL_RHO_MIN)
+    if not ok:
+        return low
+    lo, hi = math.log(CAL_RHO_MIN), math.log(CAL_RHO_MAX)
+    best = low
+    for _ in range(CAL_STEPS):
+        mid = 0.5 * (lo + hi)
+        ok, packing = attempt(math.exp(mid))
+        if ok:
+            lo, best = mid, packing
+        else:
+            hi = mid
+    return best
+
+
+def pack_points(points: list[GridPoint], obs: Observations) -> list[Packing]:
+    """The packing of every point: the scalar kernel's points in one call,
+    then each other point by the vector kernel (or its calibration)."""
+    out: list[Packing | None] = [None] * len(points)
+    scalar = [i for i, p in enumerate(points) if _uses_scalar_kernel(p) and p.estimator.kind.calibrated is None]
+    if scalar:
+        rows = list(dict.fromkeys((points[i].data, points[i].clairvoyance, points[i].estimator) for i in scalar))
+        n = obs.x.shape[0]
+        a_all, b_all, z_all = np.empty((len(rows), n)), np.empty((len(rows), n)), np.empty(len(rows))
+        for e, (data, cl, est) in enumerate(rows):
+            a_all[e], b_all[e] = _items(est, data, cl, obs)
+            z_all[e] = est.z
+        index = {key: e for e, key in enumerate(rows)}
+        item_of = np.array([index[points[i].data, points[i].clairvoyance, points[i].estimator] for i in scalar],
+                           dtype=np.int64)
+        caps = np.array([points[i].headroom * points[i].capacity for i in scalar])
+        codes = np.array([points[i].algorithm_code for i in scalar], dtype=np.int64)
+        assigns, n_bins, moves = pack_many(a_all, b_all, z_all, item_of, caps, codes,
+                                           np.array([points[i].rebalance for i in scalar], dtype=np.bool_),
+                                           *_shared_online(item_of, caps, codes))
+        standalone = a_all + z_all[:, None] * np.sqrt(b_all)
+        for s, i in enumerate(scalar):
+            out[i] = Packing(assigns[s], int(n_bins[s]), int(moves[s]), np.zeros(int(n_bins[s]), dtype=np.int64),
+                             standalone[item_of[s]])
+    states: dict[tuple, tuple] = {}
+    for i, p in enumerate(points):
+        if out[i] is not None:
+            continue
+        if p.estimator.kind.calibrated is not None:
+            out[i] = _calibrate(p, obs)
+        elif p.estimator.kind.form == SCALAR:  # a fleet
+            a, b = _items(p.estimator, p.data, p.clairvoyance, obs)
+            out[i] = _pack_gaussian(p, a, b, p.estimator.z)
+        else:
+            cap_ref = p.headroom * min(p.machine_types()[0])
+            key = (p.data, p.clairvoyance, p.estimator, cap_ref)
+            if key not in states:
+                states[key] = p.estimator.state(obs.columns(p.data, p.clairvoyance), cap_ref)
+            out[i] = _pack_vector(p, *states[key])
+    return out
+
+
+def _shared_online(item_of, caps, codes):
+    """Points that differ only in rebalancing share one online packing:
+    ``sources`` (the first point of each distinct (items, capacity,
+    algorithm)) and ``online_of`` (each point's index into ``sources``)."""
+    keys = np.stack([item_of, caps.view(np.int64), codes], axis=1)
+    _, sources, online_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return sources.astype(np.int64), online_of.ravel().astype(np.int64)
+
+
+def bin_capacities(p: GridPoint, packing: Packing) -> np.ndarray:
+    """The capacity each bin is judged against (without headroom)."""
+    return np.array(p.machine_types()[0])[packing.bin_type]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Columns ``[tile0 * TILE, stop)`` of an instance laid out for the
+    evaluation, and each task's largest value over them."""
+
+    tiles: np.ndarray
+    maxima: np.ndarray
+    tile0: int
+    stop: int
+
+
+def lay_out(x: np.ndarray, first: int, stop: int) -> Layout:
+    """The columns from ``first`` (rounded down to a tile) to ``stop``."""
+    tile0 = first // TILE
+    return Layout(*column_tiles(x, tile0, stop), tile0, stop)
+
+
+def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray], np.ndarray]:
+    """Violation counts of several packings of one instance: packing p
+    (``assigns[p]``, bins numbered 0..m-1) is judged on columns
+    ``[firsts[p], stop)``, each bin j against ``bin_caps[p][j]``.
+
+    Returns each packing's q_j per bin and its sum of ``(S - c) / c`` over
+    its violations (bins added in bin order). A set of tasks that several
+    packings share is summed once for all of them (SPEC §5).
+    """
+    P = len(assigns)
+    n = assigns[0].shape[0]
+    sizes = [len(c) for c in bin_caps]
+    capacities, cap_index = np.unique(np.concatenate(bin_caps).astype(np.float64), return_inverse=True)
+    bin_cap = np.zeros((P, max(sizes)), dtype=np.int64)
+    at = 0
+    for q, m in enumerate(sizes):
+        bin_cap[q, :m] = cap_index[at : at + m]
+        at += m
+    starts, first_index = np.unique(np.asarray(firsts, dtype=np.int64), return_inverse=True)
+    stacked = np.empty((P, n), dtype=np.int64)
+    for q, a in enumerate(assigns):
+        stacked[q] = a
+    counts, severity = count_violations(
+        layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, np.array(sizes, dtype=np.int64), bin_cap,
+        capacities, first_index.astype(np.int64), starts, streams.hash_keys(n))
+    return [counts[q, :m] for q, m in enumerate(sizes)], severity
+
+
+def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint]) -> list[Metrics]:
+    """Pack and evaluate one instance (rows of x and y) at every grid point.
+
+    ``x``, ``y``: validated float32 or float64 arrays of shape (n, R) (``y``
+    may be None when no point uses ``data = "avg"``).
+    """
+    n, R = x.shape
+    obs = Observations(x, y, points)
+    packings = pack_points(points, obs)
+    firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
+    counts, severity = evaluate(lay_out(x, min(firsts), R), [pk.assign for pk in packings],
+                                [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
+    means_sum = math.fsum(row_means(x).tolist())
+    m_norms: dict[float, int] = {}
+    out = []
+    for p, pk, first, c, sev in zip(points, packings, firsts, counts, severity):
+        n_eval = R - first
+        n_viol = int(c.sum())
+        cbar = p.mean_capacity
+        if cbar not in m_norms:
+            m_norms[cbar] = normalization(means_sum, cbar)
+        type_caps = p.headroom * np.array(p.machine_types()[0])
+        m_by, q_by = (), ()
+        if p.fleet:
+            m_by = tuple(int(np.count_nonzero(pk.bin_type == t)) for t in range(type_caps.size))
+            q_by = tuple((int(c[pk.bin_type == t].sum()) / (m_by[t] * n_eval)) if m_by[t] else 0.0
+                         for t in range(type_caps.size))
+        out.append(Metrics(
+            m_abs=pk.n_bins, m_norm=m_norms[cbar], m=pk.n_bins / m_norms[cbar], q=n_viol / (pk.n_bins * n_eval),
+            q_max=int(c.max()) / n_eval, severity=float(sev) / n_viol if n_viol else 0.0,
+            oversize=int(np.count_nonzero(pk.standalone > type_caps[pk.bin_type[pk.assign]])),
+            assign=pk.assign, counts=c, moves=pk.moves, bin_type=pk.bin_type,
+            calibrated_rho=pk.calibrated_rho, m_abs_by_type=m_by, q_by_type=q_by,
+        ))
+    return out
+
+
+def pack_observed(observed: np.ndarray, point: GridPoint) -> np.ndarray:
+    """The assignment of one point packed from ``observed`` (all of its
+    columns observed): what :func:`colosim.pack` returns."""
+    return pack_points([point], Observations(observed, None, [point]))[0].assign

@@ -1,0 +1,244 @@
+"""Results tables (SPEC §5): the grid keys and their defaults, the column
+schema, the CSV writer, the typed reader with its row checks, and the
+sidecar metadata file with the fingerprint of what made the results.
+
+A results table has a header row and one row per instance × grid point:
+``instance``, the grid keys (:data:`GRID_KEYS`, in this order), the metrics
+(:data:`METRICS`), then the extra columns (:data:`EXTRA_COLUMNS`) that some
+grid points report, when the grid has such a point. Beside ``NAME.csv``,
+``NAME.csv.json`` records the fingerprint, provenance and versions.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from .atomic import write_text_atomic
+
+RESULTS_FORMAT = "colosim-results"
+
+#: The grid keys in column order (SPEC §5), each with its default: the one
+#: place they are declared. The defaults are the paper's base case.
+GRID_KEYS: dict[str, object] = {
+    "estimator": "gpa:0.01",
+    "algorithm": "best-fit",
+    "capacity": 1.0,
+    "clairvoyance": 1.0,
+    "data": "inst",
+    "rebalance": True,
+    "headroom": 1.0,
+}
+
+#: The paper's base case (Section 5.1): every grid key but the estimator at
+#: its default.
+BASE_CASE = {k: v for k, v in GRID_KEYS.items() if k != "estimator"}
+
+#: The metrics of every row (SPEC §5), in column order.
+METRICS = ("m_abs", "m_norm", "m", "q", "q_max", "severity", "oversize")
+
+#: Columns after the metrics, present when a grid point reports them
+#: (docs/estimators.md): the rho a calibrated estimator chose (empty for
+#: other rows); bins and violation frequency per machine type of a fleet
+#: (``;``-separated, in the fleet's order; empty for other rows).
+EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type")
+
+COLUMNS = ("instance", *GRID_KEYS, *METRICS)
+
+_INTS = ("instance", "m_abs", "m_norm", "oversize")
+_FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity")
+_SPEC = re.compile(r"^[a-z][a-z-]*(:\S+)?$")
+
+
+def header(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The header of a table with these extra columns (in schema order)."""
+    unknown = [c for c in extra if c not in EXTRA_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown extra columns {unknown}")
+    return COLUMNS + tuple(c for c in EXTRA_COLUMNS if c in extra)
+
+
+def format_value(v) -> str:
+    """SPEC §5: floats as ``repr``, booleans as ``true``/``false``, None as
+    an empty cell, a tuple as its values joined by ``;``."""
+    if v is None:
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, tuple):
+        return ";".join(format_value(x) for x in v)
+    return str(v)
+
+
+def csv_text(rows, columns: tuple[str, ...] = COLUMNS, *, with_header: bool = True) -> str:
+    """Rows (tuples in column order) as CSV text."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if with_header:
+        w.writerow(columns)
+    for r in rows:
+        if len(r) != len(columns):
+            raise ValueError(f"a row has {len(r)} values for {len(columns)} columns")
+        w.writerow([format_value(v) for v in r])
+    return buf.getvalue()
+
+
+def write_results(path, rows, columns: tuple[str, ...] = COLUMNS) -> None:
+    """Write a results table atomically."""
+    write_text_atomic(path, csv_text(rows, columns))
+
+
+def read_results(path, check_point: Callable[[dict], None] | None = None) -> list[dict]:
+    """The rows of a results table as dicts of typed values.
+
+    Every row is checked against the schema (types, and the domains of
+    SPEC §5: ``q`` and ``q_max`` in [0, 1], ``m_abs`` and ``m_norm`` >= 1,
+    finite numbers, ...); ``check_point(row)``, when given, checks the grid
+    keys' meaning (for example that the estimator is known) and raises
+    :class:`InputError`. The first bad row is an :class:`InputError`
+    naming the file and line (the header is line 1).
+    """
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            names = next(reader, None)
+            if names is None or tuple(names[: len(COLUMNS)]) != COLUMNS:
+                raise InputError(f"{path}: not a colosim results table (unexpected header)")
+            extra = tuple(names[len(COLUMNS):])
+            if extra != tuple(c for c in EXTRA_COLUMNS if c in extra):
+                raise InputError(f"{path}: not a colosim results table (unknown or misplaced columns "
+                                 f"{', '.join(extra)})")
+            out = []
+            for line, values in enumerate(reader, start=2):
+                where = f"{path}: line {line}"
+                if len(values) != len(names):
+                    raise InputError(f"{where}: {len(values)} values for {len(names)} columns")
+                try:
+                    row = _typed(dict(zip(names, values)))
+                except (ValueError, TypeError):
+                    raise InputError(f"{where}: malformed row") from None
+                problem = _row_problem(row)
+                if problem:
+                    raise InputError(f"{where}: {problem}")
+                if check_point is not None:
+                    try:
+                        check_point(row)
+                    except InputError as exc:
+                        raise InputError(f"{where}: {exc}") from None
+                out.append(row)
+            return out
+    except FileNotFoundError:
+        raise InputError(f"{path}: results file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a results file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a CSV results table ({exc})") from None
+
+
+def _typed(rec: dict) -> dict:
+    out = dict(rec)
+    for key in _INTS:
+        out[key] = int(rec[key])
+    for key in _FLOATS:
+        out[key] = float(rec[key])
+    # a number, or a fleet spec "C:SHARE,..." (docs/estimators.md)
+    out["capacity"] = rec["capacity"] if ":" in rec["capacity"] else float(rec["capacity"])
+    if rec["rebalance"] not in ("true", "false"):
+        raise ValueError(rec["rebalance"])
+    out["rebalance"] = rec["rebalance"] == "true"
+    if "calibrated_rho" in rec:
+        out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
+    if "m_abs_by_type" in rec:
+        text = rec["m_abs_by_type"]
+        out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
+    if "q_by_type" in rec:
+        text = rec["q_by_type"]
+        out["q_by_type"] = tuple(float(v) for v in text.split(";")) if text else ()
+    return out
+
+
+def _row_problem(r: dict) -> str | None:
+    """What is wrong with a typed row, or None."""
+    if not _SPEC.match(r["estimator"]):
+        return f"estimator {r['estimator']!r} is not a canonical spec (NAME or NAME:PARAM)"
+    for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity"):
+        if not math.isfinite(r[key]):
+            return f"{key} is not a finite number"
+    if isinstance(r["capacity"], float) and not (math.isfinite(r["capacity"]) and r["capacity"] > 0):
+        return "capacity must be a finite number > 0 or a fleet spec"
+    if not (0.0 < r["clairvoyance"] <= 1.0 and 0.0 < r["headroom"] <= 1.0):
+        return "clairvoyance and headroom must lie in (0, 1]"
+    if not (0.0 <= r["q"] <= 1.0 and 0.0 <= r["q_max"] <= 1.0):
+        return "q and q_max must lie in [0, 1]"
+    if r["m_abs"] < 1 or r["m_norm"] < 1 or r["instance"] < 0:
+        return "m_abs and m_norm must be >= 1, instance >= 0"
+    if r["severity"] < 0 or r["oversize"] < 0:
+        return "severity and oversize must be >= 0"
+    rho = r.get("calibrated_rho")
+    if rho is not None and not (math.isfinite(rho) and 0 < rho < 1):
+        return "calibrated_rho must lie in (0, 1)"
+    if "q_by_type" in r:
+        if len(r["q_by_type"]) != len(r["m_abs_by_type"]):
+            return "m_abs_by_type and q_by_type differ in length"
+        if not all(math.isfinite(v) and 0 <= v <= 1 for v in r["q_by_type"]):
+            return "q_by_type values must lie in [0, 1]"
+        if r["m_abs_by_type"] and sum(r["m_abs_by_type"]) != r["m_abs"]:
+            return "m_abs_by_type does not add up to m_abs"
+    return None
+
+
+# ---------------------------------------------------------------- sidecar
+
+
+def meta_path(results: Path) -> Path:
+    """``NAME.csv.json`` beside ``NAME.csv``."""
+    results = Path(results)
+    return results.with_name(results.name + ".json")
+
+
+def fingerprint(payload) -> str:
+    """SHA-256 of a JSON-serializable description of what determines the
+    results (sorted keys, so that the order of a dict does not matter)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def write_meta(results: Path, meta: dict) -> None:
+    """Write the sidecar of ``results`` atomically (``format`` added)."""
+    text = json.dumps({"format": RESULTS_FORMAT, **meta}, indent=2, sort_keys=True) + "\n"
+    write_text_atomic(meta_path(results), text)
+
+
+def read_meta(results: Path) -> dict | None:
+    """The sidecar of ``results`` as a dict; None when there is none or it
+    is not a colosim results sidecar (a JSON object of that format)."""
+    mp = meta_path(results)
+    try:
+        meta = json.loads(mp.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != RESULTS_FORMAT:
+        return None
+    return meta
+
+
+def finished(results: Path, fingerprint_: str) -> bool:
+    """Whether ``results`` holds the complete results of this fingerprint."""
+    meta = read_meta(results)
+    return (Path(results).is_file() and meta is not None and meta.get("fingerprint") == fingerprint_
+            and meta.get("complete") is True)

@@ -1,0 +1,88 @@
+"""One least-significant-digit radix sort, for float32 and float64 values.
+
+Floats map to unsigned keys of their width whose order is the numeric order
+(negative: all bits flipped; otherwise the sign bit set). Keys are sorted by
+digit passes from the lowest; a pass where every key has the same digit is
+skipped. float32 keys take three passes of 11 bits, float64 keys eight
+passes of 8 bits.
+"""
+
+import numpy as np
+
+from .._jit import jit
+
+_F32_SIGN = np.uint32(1) << np.uint32(31)
+_F64_SIGN = np.uint64(1) << np.uint64(63)
+_F32_SHIFTS = np.array([0, 11, 22], dtype=np.uint32)
+_F32_MASK = np.uint32(2047)
+_F64_SHIFTS = np.arange(0, 64, 8).astype(np.uint64)
+_F64_MASK = np.uint64(255)
+
+
+@jit
+def _lsd(keys, scratch, shifts, mask):
+    """Sort the unsigned ``keys`` (uint32 or uint64, with ``shifts`` and
+    ``mask`` of the same type); returns the array holding the result, which
+    is ``keys`` or ``scratch``."""
+    n = keys.shape[0]
+    radix = int(mask) + 1
+    passes = shifts.shape[0]
+    counts = np.zeros((passes, radix), dtype=np.int64)
+    for i in range(n):
+        u = keys[i]
+        for p in range(passes):
+            counts[p, (u >> shifts[p]) & mask] += 1
+    src = keys
+    dst = scratch
+    for p in range(passes):
+        c = counts[p]
+        if c[(src[0] >> shifts[p]) & mask] == n:
+            continue  # every key has this digit: the pass would move nothing
+        total = 0
+        for d in range(radix):
+            k = c[d]
+            c[d] = total
+            total += k
+        for i in range(n):
+            d = (src[i] >> shifts[p]) & mask
+            dst[c[d]] = src[i]
+            c[d] += 1
+        src, dst = dst, src
+    return src
+
+
+@jit
+def sort_float32(values, out):
+    """``out[:]`` = ``values`` (float32) sorted ascending; -0.0 sorts as 0.0
+    and is written as 0.0."""
+    n = values.shape[0]
+    keys = np.empty(n, dtype=np.uint32)
+    bits = values.view(np.uint32)
+    for i in range(n):
+        u = bits[i]
+        if values[i] == 0:
+            u = np.uint32(0)
+        keys[i] = ~u if (u & _F32_SIGN) else (u | _F32_SIGN)
+    if n > 0:
+        keys = _lsd(keys, np.empty(n, dtype=np.uint32), _F32_SHIFTS, _F32_MASK)
+    ob = out.view(np.uint32)
+    for i in range(n):
+        u = keys[i]
+        ob[i] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u
+
+
+@jit
+def sort_float64(a, keys, scratch):
+    """Sort the float64 array ``a`` in place; ``keys`` and ``scratch`` are
+    uint64 work arrays of a's length."""
+    n = a.shape[0]
+    if n < 2:
+        return
+    bits = a.view(np.uint64)
+    for i in range(n):
+        u = bits[i]
+        keys[i] = ~u if (u & _F64_SIGN) else (u | _F64_SIGN)
+    src = _lsd(keys, scratch, _F64_SHIFTS, _F64_MASK)
+    for i in range(n):
+        u = src[i]
+        bits[i] = (u ^ _F64_SIGN) if (u & _F64_SIGN) else ~u

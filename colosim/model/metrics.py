@@ -1,0 +1,49 @@
+"""The metrics of one instance × grid point (SPEC §5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..io.results import METRICS
+
+
+@dataclass
+class Metrics:
+    """What one packing of one instance scores (SPEC §5), and what it is.
+
+    ``assign`` and ``counts`` (q_j per bin) are the packing and its
+    violations; ``moves`` the tasks rebalancing moved; ``bin_type`` each
+    bin's machine type (all 0 for a single capacity); ``calibrated_rho``
+    the rho a calibrated estimator chose (None otherwise);
+    ``m_abs_by_type`` and ``q_by_type`` the bins and violation frequency
+    per machine type of a fleet (empty otherwise).
+    """
+
+    m_abs: int
+    m_norm: int
+    m: float
+    q: float
+    q_max: float
+    severity: float
+    oversize: int
+    assign: np.ndarray = field(repr=False)
+    counts: np.ndarray = field(repr=False)
+    moves: int = 0
+    bin_type: np.ndarray | None = field(default=None, repr=False)
+    calibrated_rho: float | None = None
+    m_abs_by_type: tuple = ()
+    q_by_type: tuple = ()
+
+    def row(self, extra: tuple[str, ...] = ()) -> tuple:
+        """The metrics, then the ``extra`` columns, as the results table
+        holds them."""
+        return tuple(getattr(self, k) for k in METRICS) + tuple(getattr(self, c) for c in extra)
+
+
+def normalization(means_sum: float, capacity: float) -> int:
+    """``m_norm = max(1, ceil(S / c))`` (SPEC §5), ``S`` the exactly rounded
+    sum of the tasks' means and ``c`` the (mean) capacity."""
+    return max(1, math.ceil(means_sum / capacity))

@@ -1,0 +1,110 @@
+"""Where a sweep's units of work run: this process, or a Dask cluster.
+
+A unit of work is one instance: ``work(k)`` returns its results rows, a pure
+function of the config, the store and k, so every backend gives the same
+rows, byte for byte. ``finish(k, rows)`` is called as each unit completes,
+in the caller's thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError
+
+BACKENDS = ("local", "dask")
+
+#: how long to wait for a remote scheduler before calling its address bad
+CONNECT_TIMEOUT = "10s"
+
+Work = Callable[[int], list]
+Finish = Callable[[int, list], None]
+
+
+def check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}", param="backend")
+
+
+def run(backend: str, work: Work, todo: list[int], finish: Finish, *, scheduler: str | None = None,
+        workers: int = 2) -> None:
+    """Compute ``work(k)`` for every k of ``todo`` on ``backend``."""
+    check_backend(backend)
+    if backend == "local":
+        run_local(work, todo, finish)
+    else:
+        run_dask(work, todo, finish, scheduler, n_workers=workers)
+
+
+def _overlap_safe() -> bool:
+    """Whether two instances may run their parallel kernels at once: Numba's
+    OpenMP and TBB threading layers allow it, its fallback layer does not."""
+    import numba
+
+    from ..kernels.stats import row_means
+
+    if numba.get_num_threads() < 2:
+        return False  # one thread was asked for: keep to one
+    row_means(np.zeros((2, 2), dtype=np.float32))  # starts the threading layer
+    try:
+        return numba.threading_layer() in ("omp", "tbb")
+    except ValueError:
+        return False
+
+
+def run_local(work: Work, todo: list[int], finish: Finish) -> None:
+    """Units in this process, in order. Where the threading layer allows it,
+    the next unit is computed while the current one's serial steps (result
+    rows, checkpoint) run, so that the cores stay busy; each unit's results
+    do not depend on it."""
+    if len(todo) < 2 or not _overlap_safe():
+        for k in todo:
+            finish(k, work(k))
+        return
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        queue = deque((k, pool.submit(work, k)) for k in todo[:2])
+        rest = iter(todo[2:])
+        try:
+            while queue:
+                k, future = queue.popleft()
+                rows = future.result()
+                nxt = next(rest, None)
+                if nxt is not None:
+                    queue.append((nxt, pool.submit(work, nxt)))
+                finish(k, rows)
+        finally:
+            for _, future in queue:
+                future.cancel()
+
+
+def run_dask(work: Work, todo: list[int], finish: Finish, scheduler: str | None = None,
+             n_workers: int = 2) -> None:
+    """Units on a Dask cluster (``scheduler``'s address, or a local cluster of
+    ``n_workers`` single-threaded processes); ``work`` must be picklable, and
+    open what it reads by path (a shared filesystem)."""
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:  # pragma: no cover - dask is a declared dependency
+        raise InputError("the dask backend needs 'dask[distributed]' (pip install 'colosim[dask]')") from None
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+            except (OSError, TimeoutError) as exc:
+                raise InputError(f"scheduler {scheduler}: cannot connect ({exc})", param="scheduler") from None
+        with client:
+            futures = {client.submit(work, k, pure=False): k for k in todo}
+            for future in as_completed(futures):
+                finish(futures[future], future.result())
+    finally:
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,230 @@
+"""Sweeps: every grid point on every instance (SPEC §5–6), results as CSV.
+
+Rows are ordered by instance, then by the grid's product order; the same
+inputs give the same bytes, whatever the backend or thread count.
+
+The unit of work is one instance (all grid points: statistics, items and
+evaluations are shared between them). Each finished unit is checkpointed at
+once (:mod:`colosim.io.checkpoints`), so an interrupted sweep — Ctrl-C or a
+killed process — resumes where it stopped when the same command is run
+again; the parts are assembled into the results table at the end
+(:mod:`colosim.io.results`), whose sidecar records the fingerprint of the
+config and the store. Rerunning a finished sweep recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import streams
+from .._version import __version__
+from ..config import CONFIG_SCHEMA, SweepConfig, load_config
+from ..engine import instance_metrics
+from ..errors import InputError
+from ..io import checkpoints, results
+from ..io.atomic import write_text_atomic
+from ..io.store import Store, open_store
+from ..model.grid import GridPoint, check_row, extra_columns, observation_split
+from ..progress import Progress, no_progress
+from ..sources.resolve import resolve_store
+from . import backends
+
+
+@dataclass
+class SweepResult:
+    rows: list[dict]
+    out: Path
+    elapsed: float
+    computed: bool
+
+
+class Interrupted(Exception):
+    """A sweep stopped by Ctrl-C; its finished instances are checkpointed."""
+
+    def __init__(self, done: int, total: int, parts: Path):
+        super().__init__(f"interrupted after {done} of {total} instances (checkpoints in {parts})")
+        self.done, self.total, self.parts = done, total, parts
+
+
+def instance_rows(seed: int, k: int, n_store: int, n_tasks: int) -> np.ndarray:
+    """Store rows of instance k (SPEC §6), in the order drawn."""
+    return streams.instance(seed, k).choice(n_store, n_tasks, replace=False)
+
+
+@functools.lru_cache(maxsize=8)
+def _points(config: SweepConfig) -> tuple[list[GridPoint], tuple[str, ...]]:
+    points = config.points
+    return points, extra_columns(points)
+
+
+def instance_results(config: SweepConfig, store: Store, k: int) -> list[tuple]:
+    """The results rows of instance k: every grid point, in product order."""
+    points, extra = _points(config)
+    index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
+    x = store.rows(index, "x")
+    y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
+    return [(k, *p.keys(), *met.row(extra)) for p, met in zip(points, instance_metrics(x, y, points))]
+
+
+@functools.lru_cache(maxsize=4)
+def _store_at(path: str) -> Store:
+    return open_store(path)
+
+
+def compute_instance(config: SweepConfig, store_path, k: int) -> list[tuple]:
+    """:func:`instance_results` with the store opened by path (once per
+    process): the unit of work sent to other processes."""
+    return instance_results(config, _store_at(str(store_path)), k)
+
+
+def columns(config: SweepConfig) -> tuple[str, ...]:
+    """The header of a config's results."""
+    return results.header(_points(config)[1])
+
+
+def check_against_store(config: SweepConfig, store: Store) -> None:
+    """Errors that need the store's shape: instance size, clairvoyance."""
+    if config.instances.tasks > store.n_tasks:
+        raise InputError(
+            f"{config.path}: instances.tasks = {config.instances.tasks} is more than the "
+            f"{store.n_tasks} tasks of store {store.path}"
+        )
+    for cl in dict(config.grid)["clairvoyance"]:
+        try:
+            observation_split(cl, store.n_realizations)
+        except InputError as exc:
+            raise InputError(f"{config.path}: grid.{exc}") from None
+
+
+def fingerprint(config: SweepConfig, store: Store) -> str:
+    """What determines the results: the config (not its output path) and the
+    store's identity (shape, seed, sampling, source with its checksum)."""
+    identity = {"shape": list(store.x.shape),
+                "attrs": {k: v for k, v in store.attrs.items() if k != "colosim_version"}}
+    return results.fingerprint({"config": config.fingerprint(), "store": identity})
+
+
+def read_results(path) -> list[dict]:
+    """A results table's typed rows, every grid key checked."""
+    return results.read_results(path, check_point=check_row)
+
+
+def default_output(config: SweepConfig) -> Path:
+    return Path(config.output) if config.output else Path("results") / f"{config.path.stem}.csv"
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """While a sweep runs, the first Ctrl-C only asks it to stop after the
+    instance in progress (whose checkpoint is then written); a second one
+    stops at once. A signal never lands inside a compiled kernel, where it
+    would surface as an error instead of an interruption."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, frame):
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _refusal(out: Path) -> InputError:
+    meta = results.read_meta(out)
+    why = "holds results of another config or store, or of an unfinished run"
+    if meta is not None and meta.get("config_schema") != CONFIG_SCHEMA:
+        why = f"holds results of an earlier colosim (config schema {meta.get('config_schema', 1)})"
+    return InputError(f"{out}: {why}; pass --force to replace them, or choose another --out")
+
+
+def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = False,
+          progress: Progress = no_progress, backend: str = "local", scheduler: str | None = None,
+          workers: int = 2) -> SweepResult:
+    """Run (or resume, or reuse) a sweep and write its results.
+
+    ``progress`` (:mod:`colosim.progress`) is started once every input has
+    been checked, in instances. ``backend`` is ``"local"`` (this process,
+    Numba threads) or ``"dask"`` (``scheduler`` address, or a local cluster
+    of ``workers`` processes when None).
+    """
+    backends.check_backend(backend)
+    out = Path(out)
+    with open_store(store_path) as store:
+        fp = fingerprint(config, store)
+        if results.finished(out, fp) and not force:
+            return SweepResult(read_results(out), out, 0.0, computed=False)
+        if out.exists() and not force:
+            raise _refusal(out)
+        check_against_store(config, store)
+        parts = checkpoints.prepare(out, fp, force=force)
+        total = config.instances.count
+        todo = checkpoints.missing(parts, total)
+        advance = progress(f"sweep {config.path.name}", total)
+        if total > len(todo):
+            advance(total - len(todo))
+        t0 = time.perf_counter()
+        done = total - len(todo)
+
+        def finish(k, rows):
+            nonlocal done
+            checkpoints.write_part(parts, k, results.csv_text(rows, columns(config), with_header=False))
+            done += 1
+            advance(1)
+            if stop.is_set():
+                raise KeyboardInterrupt
+
+        if backend == "local":
+            work = functools.partial(instance_results, config, store)
+        else:
+            work = functools.partial(compute_instance, config, str(store.path))
+        try:
+            with _deferred_interrupt() as stop:
+                backends.run(backend, work, todo, finish, scheduler=scheduler, workers=workers)
+        except KeyboardInterrupt:
+            raise Interrupted(done, total, parts) from None
+        elapsed = time.perf_counter() - t0
+        header = results.csv_text([], columns(config))
+        write_text_atomic(out, header + checkpoints.joined(parts, total))
+        rows = read_results(out)
+        results.write_meta(out, {
+            "complete": True,
+            "config": str(config.path),
+            "config_schema": CONFIG_SCHEMA,
+            "fingerprint": fp,
+            "store": str(store.path),
+            "store_attrs": store.attrs,
+            "rows": len(rows),
+            "elapsed_seconds": round(elapsed, 3),
+            "colosim_version": __version__,
+            "numpy_version": np.__version__,
+        })
+        checkpoints.remove(parts)
+    return SweepResult(rows, out, elapsed, computed=True)
+
+
+def sweep_file(config_path, *, out=None, force: bool = False, progress: Progress = no_progress,
+               backend: str = "local", scheduler: str | None = None, workers: int = 2) -> SweepResult:
+    """Load a config, make (or reuse) its store, and :func:`sweep` it into
+    ``out`` (default: the config's ``[output] path``, else
+    ``results/CONFIG.csv``)."""
+    backends.check_backend(backend)
+    config = load_config(config_path)
+    out = Path(out) if out is not None else default_output(config)
+    store_path = resolve_store(config.source, config.path.parent, progress)
+    return sweep(config, store_path, out, force=force, progress=progress, backend=backend,
+                 scheduler=scheduler, workers=workers)

@@ -1,0 +1,220 @@
+"""Realization (SPEC §8): from per-task record series to a store of R draws
+per task, streamed to disk block by block.
+
+The recipe fixes every random number, so the same seed gives the same bytes
+anywhere:
+
+- rows: ``default_rng([seed, 0]).choice(n_series, N, replace=False)``, stored
+  in the order drawn;
+- stored row j (task with T_j records): ``g = default_rng([seed, 1, j])``;
+  x indices ``g.integers(0, T_j, R)``; then y indices ``g.integers(0, T_j, R)``
+  (``independent``, the paper's Section 3.1) or the x indices (``paired``).
+
+``time-aligned`` (docs/estimators.md; not in the paper, whose Monte Carlo treats
+tasks as independent) keeps the cross-task correlation of the trace: all
+rows share R trace times ``tau_t = default_rng([seed, 2]).integers(T0, T1,
+R)``, with ``T0`` the earliest record start of the source and ``T1`` the
+latest plus one window (``WINDOW_US``). Row j takes, at realization t, the
+record of its task that covers ``tau_t`` (the last record with ``start <=
+tau_t < start + WINDOW_US``); where none does, the record
+``g.integers(0, T_j, R)[t]`` with ``g = default_rng([seed, 1, j])`` (the
+paired draw). x and y come from the same record.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+import numpy as np
+
+from .. import streams
+from ..errors import InputError
+from ..io._hdf5 import sha256_file
+from ..io.series import WINDOW_US, open_series
+from ..io.store import StoreWriter
+from ..progress import Progress, no_progress
+
+SAMPLINGS = ("independent", "paired", "time-aligned")
+
+
+class SeriesSource(Protocol):
+    """What realization needs of a series: a file's :class:`~colosim.io.Series`
+    or a synthetic population generated on demand. ``reader()`` gives a
+    context manager whose value reads single tasks (``task(k)``, and
+    ``records(k)`` with start times for time-aligned realization)."""
+
+    task_id: np.ndarray
+
+    @property
+    def n_tasks(self) -> int: ...
+
+    def reader(self): ...
+
+    def time_range(self) -> tuple[int, int]: ...
+
+
+def select_rows(n_series: int, n_tasks: int, seed: int) -> np.ndarray:
+    """The series rows that become the store's rows, in stored order."""
+    if n_tasks > n_series:
+        raise InputError(f"n_tasks {n_tasks} is more than the {n_series} tasks of the series", param="n_tasks")
+    return streams.store_rows(seed).choice(n_series, n_tasks, replace=False)
+
+
+def draw_indices(seed: int, j: int, length: int, n_realizations: int, sampling: str):
+    """Record indices (x, y) of stored row j."""
+    g = streams.row_draws(seed, j)
+    ix = g.integers(0, length, n_realizations)
+    iy = ix if sampling == "paired" else g.integers(0, length, n_realizations)
+    return ix, iy
+
+
+def shared_times(seed: int, n_realizations: int, t0: int, t1: int) -> np.ndarray:
+    """The trace times ``tau_t`` shared by every row (time-aligned)."""
+    return streams.shared_times(seed).integers(t0, t1, n_realizations)
+
+
+def aligned_indices(seed: int, j: int, start_time: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Record index of stored row j at every shared time (time-aligned):
+    the record covering ``tau_t``, else the row's own paired draw."""
+    length = len(start_time)
+    order = None
+    if length > 1 and np.any(np.diff(start_time) < 0):
+        order = np.argsort(start_time, kind="stable")
+        start_time = start_time[order]
+    idx = np.searchsorted(start_time, tau, side="right") - 1
+    safe = np.maximum(idx, 0)
+    covered = (idx >= 0) & (tau < start_time[safe] + WINDOW_US)
+    own, _ = draw_indices(seed, j, length, len(tau), "paired")
+    return np.where(covered, safe if order is None else order[safe], own)
+
+
+def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, yb, tau=None):
+    """Rows ``start:stop`` of the store into ``xb``, ``yb`` (SPEC §8 recipe).
+
+    Runs in a worker thread: NumPy's generators and ``take`` release the GIL,
+    and each row's numbers depend on its index j alone, so the bytes do not
+    depend on how rows are spread over threads.
+    """
+    for j in range(start, stop):
+        k = int(rows[j])
+        if tau is not None:
+            inst, avg, start_time = reader.records(k)
+            start_time = np.asarray(start_time, dtype=np.int64)
+            if len(start_time) != len(inst):
+                raise InputError(f"series task {k}: {len(inst)} records but {len(start_time)} start times")
+        else:
+            inst, avg = reader.task(k)
+        inst, avg = np.asarray(inst, dtype=np.float32), np.asarray(avg, dtype=np.float32)
+        if len(inst) == 0:
+            raise InputError(f"series task {k} has no records")
+        if len(avg) != len(inst):
+            raise InputError(f"series task {k}: {len(inst)} instantaneous but {len(avg)} average records")
+        for name, values in (("inst", inst), ("avg", avg)):
+            if not (np.isfinite(values).all() and (values >= 0).all()):
+                raise InputError(f"series task {k}: {name!r} holds NaN, infinite or negative usage")
+        if tau is not None:
+            ix = iy = aligned_indices(seed, j, start_time, tau)
+        else:
+            ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
+        np.take(inst, ix, out=xb[j - start])
+        np.take(avg, iy, out=yb[j - start])
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def realize(
+    series: SeriesSource,
+    out: str | os.PathLike,
+    *,
+    n_tasks: int,
+    n_realizations: int,
+    seed: int,
+    sampling: str = "independent",
+    source=None,
+    block_rows: int | None = None,
+    threads: int | None = None,
+    progress: Progress = no_progress,
+) -> None:
+    """Write a store of ``n_tasks`` × ``n_realizations`` realizations drawn
+    from ``series`` (SPEC §8), atomically.
+
+    Rows are drawn in blocks by ``threads`` worker threads and written in
+    order; at most ``threads + 2`` blocks (of ``block_rows`` rows, by default
+    about 8 MB per matrix) are in memory at once, whatever N and R. The bytes
+    written do not depend on ``threads`` or ``block_rows``.
+
+    ``progress`` follows :mod:`colosim.progress`, in rows written.
+    """
+    if sampling not in SAMPLINGS:
+        raise InputError(f"sampling must be one of {', '.join(SAMPLINGS)}, not {sampling!r}", param="sampling")
+    if n_tasks < 1:
+        raise InputError(f"n_tasks must be >= 1, not {n_tasks}", param="n_tasks")
+    if n_realizations < 1:
+        raise InputError(f"n_realizations must be >= 1, not {n_realizations}", param="n_realizations")
+    threads = default_threads() if threads is None else int(threads)
+    if threads < 1:
+        raise InputError(f"threads must be >= 1, not {threads}", param="threads")
+    if block_rows is None:
+        block_rows = max(1, (8 << 20) // (4 * n_realizations))
+    block_rows = max(1, int(block_rows))
+    rows = select_rows(series.n_tasks, n_tasks, seed)
+    task_id = np.asarray(series.task_id)[rows]
+    tau = None
+    if sampling == "time-aligned":
+        time_range = getattr(series, "time_range", None)
+        if time_range is None:
+            raise InputError("sampling 'time-aligned' needs record start times, and this source has none",
+                             param="sampling")
+        tau = shared_times(seed, n_realizations, *time_range())
+    n_buffers = threads + 2
+    buffers = [
+        (np.empty((block_rows, n_realizations), dtype=np.float32), np.empty((block_rows, n_realizations), dtype=np.float32))
+        for _ in range(min(n_buffers, -(-n_tasks // block_rows)))
+    ]
+    starts = list(range(0, n_tasks, block_rows))
+    advance = progress(f"realizing {Path(out).name}", n_tasks)
+    with series.reader() as reader, StoreWriter(
+        out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling, source=source,
+        task_id=task_id,
+    ) as writer, ThreadPoolExecutor(max_workers=threads) as pool:
+        pending: deque = deque()
+        free = deque(range(len(buffers)))
+        next_block = 0
+        try:
+            while next_block < len(starts) or pending:
+                while free and next_block < len(starts):
+                    b = free.popleft()
+                    start = starts[next_block]
+                    stop = min(n_tasks, start + block_rows)
+                    xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
+                    fut = pool.submit(_fill_block, reader, rows, seed, start, stop, n_realizations, sampling,
+                                      xb, yb, tau)
+                    pending.append((fut, b, start, stop))
+                    next_block += 1
+                fut, b, start, stop = pending.popleft()
+                fut.result()
+                xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
+                writer.write_rows(start, xb, yb, check=False)
+                free.append(b)
+                advance(stop - start)
+        except BaseException:
+            for fut, *_ in pending:
+                fut.cancel()
+            raise
+
+
+def realize_file(series_path, out, *, n_tasks: int, n_realizations: int, seed: int,
+                 sampling: str = "independent", threads: int | None = None,
+                 progress: Progress = no_progress) -> None:
+    """:func:`realize` from a series file, with the file's path and SHA-256
+    as the store's ``source``."""
+    with open_series(series_path) as series:
+        realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
+                source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,
+                progress=progress)

@@ -1,0 +1,173 @@
+"""From a config's ``[source]`` to a store file on disk.
+
+A synthetic source, a series file or a trace folder is turned into a store
+once and the store is reused after (a trace folder is first ingested into a
+series file, cached too). The cache folder is ``$COLOSIM_CACHE`` or
+``~/.cache/colosim``, unless the config names the store's path
+(``source.store``, relative to the config file's folder). A cached file is
+named after what it was made from — for inputs, their paths, sizes and
+modification times — so a changed input makes a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..errors import InputError, parameters_as
+from ..io._hdf5 import sha256_file
+from ..io.series import open_series
+from ..io.store import open_store
+from ..progress import Progress, no_progress
+from .population import MODEL_VERSION, PopulationModel, SyntheticPopulation
+from .realize import realize
+
+#: the config keys of the library parameters a source's values reach
+_SOURCE_KEYS = {"n_tasks": "source.tasks", "n_realizations": "source.realizations", "sampling": "source.sampling",
+                "min_records": "source.min_records"}
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("COLOSIM_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "colosim"
+
+
+def _relative(path: str, config_dir: Path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else config_dir / p
+
+
+def synthetic_store_path(source, config_dir: Path) -> Path:
+    if source.store is not None:
+        return _relative(source.store, config_dir)
+    daily = f"-daily{source.daily_amplitude!r}" if source.daily_amplitude else ""
+    name = (
+        f"synthetic-v{MODEL_VERSION}-n{source.tasks}-r{source.realizations}"
+        f"-s{source.seed}-{source.sampling}{daily}.h5"
+    )
+    return cache_dir() / name
+
+
+def population_source(n_tasks: int, seed: int, daily_amplitude: float = 0.0) -> dict:
+    """The ``source`` attribute of a store of the built-in population."""
+    source = {"kind": "synthetic", "model_version": MODEL_VERSION, "population_tasks": n_tasks, "seed": seed}
+    if daily_amplitude:
+        source["daily_amplitude"] = daily_amplitude
+    return source
+
+
+def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: int,
+                             sampling: str = "independent", progress: Progress = no_progress,
+                             daily_amplitude: float = 0.0, force: bool = False) -> None:
+    """Realize ``n_tasks`` tasks of the built-in population into a store
+    (with a common daily pattern of that amplitude when > 0); an existing
+    ``out`` is replaced only with ``force``."""
+    if Path(out).exists() and not force:
+        raise InputError(f"{out}: exists already (pass --force to replace it)", param="out")
+    if not (isinstance(daily_amplitude, (int, float)) and 0 <= daily_amplitude < 1):
+        raise InputError(f"daily_amplitude must be in [0, 1), not {daily_amplitude!r}", param="daily_amplitude")
+    population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
+    realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
+            source=population_source(n_tasks, seed, daily_amplitude), progress=progress)
+
+
+def _check_store(path: Path, want: dict, found_of) -> None:
+    """An existing store is reused only if it is what the source
+    describes: ``want`` against ``found_of(store)``."""
+    with open_store(path) as store:
+        found = found_of(store)
+    differ = [f"{k} {found[k]!r} (config: {want[k]!r})" for k in want if found[k] != want[k]]
+    if differ:
+        raise InputError(f"{path}: exists but is not the store this source describes: "
+                         + ", ".join(differ) + "; delete it or name another source.store")
+
+
+def _made(store, key):
+    made = store.attrs.get("source")
+    return made.get(key) if isinstance(made, dict) else None
+
+
+def _store_shape(store) -> dict:
+    return {"tasks": store.n_tasks, "realizations": store.n_realizations, "seed": store.seed,
+            "sampling": store.attrs.get("sampling")}
+
+
+def input_identity(path: Path) -> str:
+    """A short digest of a file's or folder's (recursive) names, sizes and
+    modification times: it changes when any input changes."""
+    path = path.resolve()
+    if not path.exists():
+        raise InputError(f"{path}: source.path not found")
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    listing = [[str(p.relative_to(path.parent)), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()[:16]
+
+
+def _derived_store(source, config_dir: Path, series_path: Path, identity: str, progress: Progress) -> Path:
+    """The store realized from a series file (created when missing)."""
+    if source.store is not None:
+        out = _relative(source.store, config_dir)
+    else:
+        out = cache_dir() / (f"{source.kind}-{identity}-n{source.tasks}-r{source.realizations}"
+                             f"-s{source.seed}-{source.sampling}.h5")
+    if out.exists():
+        want = {"tasks": source.tasks, "realizations": source.realizations, "seed": source.seed,
+                "sampling": source.sampling, "identity": identity}
+        _check_store(out, want, lambda s: {**_store_shape(s), "identity": _made(s, "identity")})
+        return out
+    made_from = {"kind": source.kind, "identity": identity, "series": str(series_path),
+                 "sha256": sha256_file(series_path)}
+    with open_series(series_path) as series:
+        realize(series, out, n_tasks=source.tasks, n_realizations=source.realizations, seed=source.seed,
+                sampling=source.sampling, source=made_from, progress=progress)
+    return out
+
+
+def _ingested_series(source, trace: Path, identity: str, progress: Progress) -> Path:
+    """The series file ingested from a trace folder (created when missing)."""
+    out = cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}.h5"
+    if not out.exists():
+        if source.kind == "google2011":
+            from .google2011 import ingest_google2011  # DuckDB is loaded only for a trace source
+
+            ingest_google2011(trace, out, min_records=source.min_records, progress=progress)
+        else:
+            from .google2019 import ingest_google2019
+
+            ingest_google2019([trace], out, min_records=source.min_records, progress=progress)
+    return out
+
+
+def resolve_store(source, config_dir: Path, progress: Progress = no_progress) -> Path:
+    """Path of the store a config's source denotes, made (and cached) when
+    missing. Library errors name the config's keys."""
+    with parameters_as(_SOURCE_KEYS):
+        return _resolve(source, Path(config_dir), progress)
+
+
+def _resolve(source, config_dir: Path, progress: Progress) -> Path:
+    if source.kind == "store":
+        p = _relative(source.path, config_dir)
+        if not p.exists():
+            raise InputError(f"{p}: store file not found (source.path)")
+        return p
+    if source.kind == "synthetic":
+        p = synthetic_store_path(source, config_dir)
+        if not p.exists():
+            generate_synthetic_store(p, n_tasks=source.tasks, n_realizations=source.realizations,
+                                     seed=source.seed, sampling=source.sampling,
+                                     daily_amplitude=source.daily_amplitude, progress=progress)
+        else:
+            want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
+                    "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
+                    "daily_amplitude": source.daily_amplitude}
+            _check_store(p, want, lambda s: {
+                **_store_shape(s), "kind": _made(s, "kind"), "model_version": _made(s, "model_version"),
+                "daily_amplitude": _made(s, "daily_amplitude") or 0.0})
+        return p
+    given = _relative(source.path, config_dir)
+    identity = input_identity(given)
+    series = given if source.kind == "series" else _ingested_series(source, given, identity, progress)
+    return _derived_store(source, config_dir, series, identity, progress)
