@@ -35,8 +35,8 @@ import colosim  # noqa: E402
 from benchmarks import numpy_baseline  # noqa: E402
 from colosim.config import load_config  # noqa: E402
 from colosim.model.grid import observation_split  # noqa: E402
-from colosim.sources.resolve import resolve_store  # noqa: E402
 from colosim.runner.sweep import instance_rows, read_results  # noqa: E402
+from colosim.sources.resolve import resolve_store  # noqa: E402
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -47,7 +47,7 @@ def _add_throughput(block, reps):
     out = np.zeros((numba.get_num_threads(), w))
     for th in prange(numba.get_num_threads()):
         acc = np.zeros(w)
-        for r in range(reps):
+        for _r in range(reps):
             for i in range(n):
                 row = block[i]
                 for t in range(w):
@@ -104,7 +104,7 @@ def main():
         text = _drop_source_key(text, key)
     config.write_text(text)
     cfg = load_config(config)
-    points = cfg.points()
+    points = cfg.points
     n_points = len(points) * cfg.instances.count
     with colosim.open_store(store_path) as store:
         R = store.n_realizations
@@ -153,7 +153,8 @@ def main():
         t0 = time.perf_counter()
         m_abs, _, q = numpy_baseline.grid_point(x, y, spec)
         dt = time.perf_counter() - t0
-        row = next(r for r in rows if r["instance"] == 0 and r["estimator"] == colosim.model.estimators.parse_estimator(spec).spec
+        row = next(r for r in rows if r["instance"] == 0
+                   and r["estimator"] == colosim.model.estimators.parse_estimator(spec).spec
                    and r["capacity"] == 1.0 and r["clairvoyance"] == 1.0 and r["data"] == "inst"
                    and r["algorithm"] == "best-fit" and r["rebalance"])
         same = row["m_abs"] == m_abs and row["q"] == q

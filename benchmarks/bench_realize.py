@@ -99,11 +99,13 @@ def main() -> None:
         n_series = args.series_tasks or int(args.tasks * 1.2)
         t = time.perf_counter()
         make_series(series, n_series, args.mean_records)
-        print(f"series: {n_series} tasks, {series.stat().st_size / 1e6:.0f} MB, built in {time.perf_counter() - t:.1f} s")
+        print(f"series: {n_series} tasks, {series.stat().st_size / 1e6:.0f} MB, "
+              f"built in {time.perf_counter() - t:.1f} s")
 
     out = args.dir / "bench-store.h5"
     # warm-up (imports, page cache of the series' task table)
-    subprocess.run([sys.executable, "-c", CHILD, str(series), str(out), "10", "10", "1"], check=True, capture_output=True, env=CHILD_ENV)
+    subprocess.run([sys.executable, "-c", CHILD, str(series), str(out), "10", "10", "1"],
+                   check=True, capture_output=True, env=CHILD_ENV)
     size_mb = 2 * args.tasks * args.realizations * 4 / 1e6
     dd_mb = args.dd_mb or int(min(8000, max(64, size_mb)))
     dd = dd_bandwidth(args.dir, dd_mb)
@@ -119,7 +121,8 @@ def main() -> None:
         r = json.loads(res.stdout.strip().splitlines()[-1])
         mbps = size_mb / r["seconds"]
         results.append(dict(threads=threads, **r, mb_per_s=mbps, dd_mb_per_s=dd, ratio=mbps / dd))
-        print(f"{threads:>7} {r['seconds']:>8.1f} {r['cpu_seconds']:>8.1f} {mbps:>8.0f} {r['peak_rss_mb']:>12.0f} {mbps / dd:>6.2f}")
+        print(f"{threads:>7} {r['seconds']:>8.1f} {r['cpu_seconds']:>8.1f} {mbps:>8.0f} "
+              f"{r['peak_rss_mb']:>12.0f} {mbps / dd:>6.2f}")
         if not args.keep:
             out.unlink(missing_ok=True)
     dd_after = dd_bandwidth(args.dir, dd_mb)

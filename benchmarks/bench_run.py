@@ -60,13 +60,14 @@ def main():
     args = ap.parse_args()
     x, y = instance(args)
     print(f"instance {x.shape}, total mean usage {x.astype(np.float64).mean(axis=1).sum():.2f}; "
-          f"{platform.processor() or platform.machine()}, numba {colosim.kernels.__name__ and __import__('numba').__version__}, "
+          f"{platform.processor() or platform.machine()}, "
+          f"numba {colosim.kernels.__name__ and __import__('numba').__version__}, "
           f"numpy {np.__version__}, threads {__import__('numba').get_num_threads()}")
     colosim.run(x[:50, :100], y[:50, :100], "perc:90")  # JIT warm-up
     print(f"{'estimator':<14}{'naive s':>10}{'colosim s':>11}{'ratio':>9}  same result")
     ratios = []
     for spec in ESTIMATORS:
-        fast = best_of(lambda: colosim.run(x, y, spec), args.repeat)
+        fast = best_of(lambda spec=spec: colosim.run(x, y, spec), args.repeat)
         t0 = time.perf_counter()
         want = naive.run(x, y, spec)
         slow = time.perf_counter() - t0

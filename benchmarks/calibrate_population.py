@@ -31,11 +31,10 @@ import time
 
 import numpy as np
 from scipy import stats
-from scipy.special import ndtri
 
 import colosim
-from colosim.sources.realize import draw_indices
 from colosim.sources.population import PopulationModel, SyntheticPopulation
+from colosim.sources.realize import draw_indices
 
 # SPEC §12 (paper values). q values are per-unit frequencies.
 PAPER = {
@@ -67,59 +66,11 @@ GPA_RHOS = [0.1, 0.05, 0.01, 0.001]
 
 
 # ----------------------------------------------------------------- packing
-def _sizes(obs: np.ndarray, estimator: str):
-    name, _, par = estimator.partition(":")
-    mean = obs.mean(axis=1)
-    if name == "av":
-        return float(par) * mean, None
-    if name == "perc":
-        return np.percentile(obs, float(par), axis=1), None
-    if name == "cantelli":
-        return mean + float(par) * obs.std(axis=1), None
-    if name == "gpa":
-        return mean, obs.var(axis=1)
-    raise ValueError(estimator)
-
-
-def _best_fit(obs: np.ndarray, estimator: str, capacity: float = 1.0) -> np.ndarray:
-    """Plain best-fit (SPEC §4 without rebalancing), for when colosim.run is absent."""
-    size, var = _sizes(obs, estimator)
-    z = ndtri(1 - float(estimator.split(":")[1])) if var is not None else 0.0
-    n = len(size)
-    mu_b = np.zeros(n)
-    var_b = np.zeros(n)
-    assign = np.empty(n, dtype=np.int64)
-    m = 0
-    for i in range(n):
-        if var is None:
-            new = mu_b[:m] + size[i]
-        else:
-            new = mu_b[:m] + size[i] + z * np.sqrt(var_b[:m] + var[i])
-        fits = np.flatnonzero(new <= capacity)
-        if len(fits):
-            b = int(fits[np.argmax(new[fits])])
-        else:
-            b = m
-            m += 1
-        assign[i] = b
-        mu_b[b] += size[i]
-        if var is not None:
-            var_b[b] += var[i]
-    return assign
-
-
 def pack_and_count(x, y, estimator, data="inst"):
     """(m_abs, q) for one instance, c = 1, best-fit, full clairvoyance."""
-    if hasattr(colosim, "run"):
-        r = colosim.run(x, y, estimator=estimator, capacity=1.0, algorithm="best-fit",
-                        clairvoyance=1.0, data=data, rebalance=True, headroom=1.0)
-        return int(r.m_abs), float(r.q)
-    obs = (x if data == "inst" else y).astype(np.float64)
-    assign = _best_fit(obs, estimator)
-    m = int(assign.max()) + 1
-    sums = np.zeros((m, x.shape[1]))
-    np.add.at(sums, assign, x.astype(np.float64))
-    return m, float((sums > 1.0).sum() / (m * x.shape[1]))
+    r = colosim.run(x, y, estimator=estimator, capacity=1.0, algorithm="best-fit",
+                    clairvoyance=1.0, data=data, rebalance=True, headroom=1.0)
+    return int(r.m_abs), float(r.q)
 
 
 # ----------------------------------------------------------- measurements
@@ -415,7 +366,7 @@ def main(argv=None):
         out = measure(base, seed=args.seed, n_instances=args.instances, pack=not args.no_pack,
                       clusters=args.clusters, quiet=False)
         print(f"# {args.instances} instances x 1000 tasks, R = 10000, seed {args.seed}, "
-              f"packing by {'colosim.run' if hasattr(colosim, 'run') else 'plain best-fit'}; "
+              f"packing by colosim.run; "
               f"{time.time() - t:.0f} s; misfit {misfit(out):.3f}")
         print_table(out)
     elif args.command == "fit-shape":

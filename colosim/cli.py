@@ -64,8 +64,14 @@ def _stderr_console(width: int | None = None):
 def _progress():
     """The progress protocol (:mod:`colosim.progress`) drawn as rich bars on
     stderr, all in one display closed when the command ends."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=_stderr_console(), transient=False) as bars:
@@ -80,12 +86,18 @@ def _progress():
 @app.command()
 def sweep(
     config: Path = typer.Argument(..., help="Sweep config (TOML): source, instances, grid."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace results of another config at --out."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
     backend: str = typer.Option(BACKENDS[0], "--backend", help="local (this process) or dask."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."),
-    workers: int = typer.Option(2, "--workers", min=1, help="Worker processes of the local Dask cluster (without --scheduler)."),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."
+    ),
+    workers: int = typer.Option(
+        2, "--workers", min=1, help="Worker processes of the local Dask cluster (without --scheduler)."
+    ),
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
@@ -147,7 +159,13 @@ def generate(
     tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
     realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
     seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
-    sampling: str = typer.Option(SAMPLINGS[0], "--sampling", help="independent (the paper: x and y drawn separately), paired (x and y from the same record; docs/spec.md §8) or time-aligned (shared trace times; docs/estimators.md)."),
+    sampling: str = typer.Option(
+        SAMPLINGS[0], "--sampling",
+        help=(
+            "independent (the paper: x and y drawn separately), paired (x and y from the same "
+            "record; docs/spec.md §8) or time-aligned (shared trace times; docs/estimators.md)."
+        ),
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
     daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="Amplitude in [0, 1) of a daily pattern "
                                           "common to all tasks (docs/estimators.md); 0: none."),
@@ -202,11 +220,19 @@ def ingest_google2011_cmd(
         None, "--task-events", help="task_events shards instead of TRACE_DIR/task_events: folder, glob or file."),
     task_usage: Optional[str] = typer.Option(
         None, "--task-usage", help="task_usage shards instead of TRACE_DIR/task_usage: folder, glob or file."),
-    min_records: int = typer.Option(MIN_RECORDS, "--min-records", help="Tasks with fewer records (after dropping incomplete ones) are dropped as short (docs/spec.md §7, step 5)."),
+    min_records: int = typer.Option(
+        MIN_RECORDS, "--min-records",
+        help=(
+            "Tasks with fewer records (after dropping incomplete ones) are dropped as short "
+            "(docs/spec.md §7, step 5)."
+        ),
+    ),
     threads: Optional[int] = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
     memory_limit: Optional[str] = typer.Option(
         None, "--memory-limit", help="DuckDB memory limit, e.g. 4GB; beyond it DuckDB spills to --tmp-dir."),
-    on_bad_lines: str = typer.Option(ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+    on_bad_lines: str = typer.Option(
+        ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
+    ),
     tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
 ) -> None:
     """Ingest the Google 2011 trace (task_events + task_usage) into a series file."""
@@ -223,10 +249,20 @@ def ingest_google2011_cmd(
 
 @ingest_app.command("google2019")
 def ingest_google2019_cmd(
-    paths: list[str] = typer.Argument(..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."),
+    paths: list[str] = typer.Argument(
+        ..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
-    min_records: int = typer.Option(MIN_RECORDS, "--min-records", help="Tasks with fewer records (after dropping incomplete ones) are dropped as short (docs/spec.md §7, step 5)."),
-    on_bad_lines: str = typer.Option(ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."),
+    min_records: int = typer.Option(
+        MIN_RECORDS, "--min-records",
+        help=(
+            "Tasks with fewer records (after dropping incomplete ones) are dropped as short "
+            "(docs/spec.md §7, step 5)."
+        ),
+    ),
+    on_bad_lines: str = typer.Option(
+        ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
+    ),
 ) -> None:
     """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5)."""
     from .sources.google2019 import ingest_google2019
@@ -246,7 +282,13 @@ def realize_cmd(
     tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
     realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
     seed: int = typer.Option(..., "--seed", help="Seed of the row selection and of the draws (docs/spec.md §8)."),
-    sampling: str = typer.Option(SAMPLINGS[0], "--sampling", help="independent (the paper), paired, or time-aligned (shared trace times; docs/estimators.md)."),
+    sampling: str = typer.Option(
+        SAMPLINGS[0], "--sampling",
+        help=(
+            "independent (the paper), paired, or time-aligned (shared trace times; "
+            "docs/estimators.md)."
+        ),
+    ),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
 ) -> None:
     """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8)."""
@@ -263,7 +305,9 @@ def realize_cmd(
 @app.command()
 def info(
     file: Path = typer.Argument(..., help="A store, series or results file."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Scan every value and check the recorded source checksum."),
+    verify: bool = typer.Option(
+        True, "--verify/--no-verify", help="Scan every value and check the recorded source checksum."
+    ),
 ) -> None:
     """Print a file's format, shape, seed and provenance, and verify it."""
     from .info import describe
@@ -359,7 +403,9 @@ def reproduce(
     configs: Path = typer.Option(Path("configs"), "--configs", help="Folder of sweep configs (*.toml)."),
     force: bool = typer.Option(False, "--force", help="Replace results of another scale or config in --out."),
     backend: str = typer.Option(BACKENDS[0], "--backend", help="local (this process) or dask, for every sweep."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (default: a local cluster)."),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="Dask scheduler address (default: a local cluster)."
+    ),
 ) -> None:
     """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
     Section 5 claims beside colosim's values, each marked holds or not (tolerances: docs/spec.md §12)."""

@@ -61,53 +61,50 @@ from .sources.realize import SAMPLINGS
 CONFIG_SCHEMA = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoreSource:
     """An existing store file (``path``, relative to the config's folder)."""
 
-    path: str
     kind: Literal["store"] = "store"
+    path: str
 
 
-@dataclass(frozen=True)
-class SyntheticSource:
-    """The built-in population, realized once into a cached store (or into
-    ``store``, relative to the config's folder)."""
+@dataclass(frozen=True, kw_only=True)
+class _RealizedSource:
+    """What every source realized into a store has: N, R, the seed, the
+    sampling (SPEC §8) and, optionally, where to keep the store (relative
+    to the config's folder; default: the cache)."""
 
     tasks: int
     realizations: int
     seed: int
-    sampling: str = "independent"
-    daily_amplitude: float = 0.0
+    sampling: str = SAMPLINGS[0]
     store: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyntheticSource(_RealizedSource):
+    """The built-in population, realized once into a cached store."""
+
     kind: Literal["synthetic"] = "synthetic"
+    daily_amplitude: float = 0.0
 
 
-@dataclass(frozen=True)
-class SeriesSource:
+@dataclass(frozen=True, kw_only=True)
+class SeriesSource(_RealizedSource):
     """A series file (``path``), realized once into a store."""
 
-    path: str
-    tasks: int
-    realizations: int
-    seed: int
-    sampling: str = "independent"
-    store: str | None = None
     kind: Literal["series"] = "series"
+    path: str
 
 
-@dataclass(frozen=True)
-class TraceSource:
+@dataclass(frozen=True, kw_only=True)
+class TraceSource(_RealizedSource):
     """A trace folder (``path``) of ``kind`` google2011 or google2019,
     ingested once into a series file and realized once into a store."""
 
     kind: Literal["google2011", "google2019"]
     path: str
-    tasks: int
-    realizations: int
-    seed: int
-    sampling: str = "independent"
-    store: str | None = None
     min_records: int = MIN_RECORDS
 
 

@@ -106,8 +106,11 @@ def _items(estimator, data: str, clairvoyance: float, obs: Observations):
     return np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64)
 
 
-def _uses_scalar_kernel(p: GridPoint) -> bool:
-    return p.estimator.kind.form == SCALAR and not p.fleet
+def _in_one_scalar_call(p: GridPoint) -> bool:
+    """Whether the point is packed in the instance's one call of the scalar
+    kernel: a scalar item form, known before packing (not calibrated), and a
+    single capacity."""
+    return p.estimator.kind.form == SCALAR and p.estimator.kind.calibrated is None and not p.fleet
 
 
 def _pack_vector(p: GridPoint, V, kind, params) -> Packing:
@@ -175,31 +178,13 @@ def _calibrate(p: GridPoint, obs: Observations) -> Packing:
 
 def pack_points(points: list[GridPoint], obs: Observations) -> list[Packing]:
     """The packing of every point: the scalar kernel's points in one call,
-    then each other point by the vector kernel (or its calibration)."""
-    out: list[Packing | None] = [None] * len(points)
-    scalar = [i for i, p in enumerate(points) if _uses_scalar_kernel(p) and p.estimator.kind.calibrated is None]
-    if scalar:
-        rows = list(dict.fromkeys((points[i].data, points[i].clairvoyance, points[i].estimator) for i in scalar))
-        n = obs.x.shape[0]
-        a_all, b_all, z_all = np.empty((len(rows), n)), np.empty((len(rows), n)), np.empty(len(rows))
-        for e, (data, cl, est) in enumerate(rows):
-            a_all[e], b_all[e] = _items(est, data, cl, obs)
-            z_all[e] = est.z
-        index = {key: e for e, key in enumerate(rows)}
-        item_of = np.array([index[points[i].data, points[i].clairvoyance, points[i].estimator] for i in scalar],
-                           dtype=np.int64)
-        caps = np.array([points[i].headroom * points[i].capacity for i in scalar])
-        codes = np.array([points[i].algorithm_code for i in scalar], dtype=np.int64)
-        assigns, n_bins, moves = pack_many(a_all, b_all, z_all, item_of, caps, codes,
-                                           np.array([points[i].rebalance for i in scalar], dtype=np.bool_),
-                                           *_shared_online(item_of, caps, codes))
-        standalone = a_all + z_all[:, None] * np.sqrt(b_all)
-        for s, i in enumerate(scalar):
-            out[i] = Packing(assigns[s], int(n_bins[s]), int(moves[s]), np.zeros(int(n_bins[s]), dtype=np.int64),
-                             standalone[item_of[s]])
+    then each other point by the kernel its form and capacity need (a
+    calibrated estimator through its search)."""
+    scalar = [i for i, p in enumerate(points) if _in_one_scalar_call(p)]
+    out = dict(zip(scalar, _pack_scalar([points[i] for i in scalar], obs)))
     states: dict[tuple, tuple] = {}
     for i, p in enumerate(points):
-        if out[i] is not None:
+        if i in out:
             continue
         if p.estimator.kind.calibrated is not None:
             out[i] = _calibrate(p, obs)
@@ -212,7 +197,31 @@ def pack_points(points: list[GridPoint], obs: Observations) -> list[Packing]:
             if key not in states:
                 states[key] = p.estimator.state(obs.columns(p.data, p.clairvoyance), cap_ref)
             out[i] = _pack_vector(p, *states[key])
-    return out
+    return [out[i] for i in range(len(points))]
+
+
+def _pack_scalar(points: list[GridPoint], obs: Observations) -> list[Packing]:
+    """Points of a scalar item form at single capacities, in one call of the
+    scalar kernel: items once per (data, clairvoyance, estimator); points
+    that differ only in rebalancing share their online packing."""
+    if not points:
+        return []
+    rows = list(dict.fromkeys((p.data, p.clairvoyance, p.estimator) for p in points))
+    n = obs.x.shape[0]
+    a_all, b_all, z_all = np.empty((len(rows), n)), np.empty((len(rows), n)), np.empty(len(rows))
+    for e, (data, cl, est) in enumerate(rows):
+        a_all[e], b_all[e] = _items(est, data, cl, obs)
+        z_all[e] = est.z
+    index = {key: e for e, key in enumerate(rows)}
+    item_of = np.array([index[p.data, p.clairvoyance, p.estimator] for p in points], dtype=np.int64)
+    caps = np.array([p.headroom * p.capacity for p in points])
+    codes = np.array([p.algorithm_code for p in points], dtype=np.int64)
+    assigns, n_bins, moves = pack_many(a_all, b_all, z_all, item_of, caps, codes,
+                                       np.array([p.rebalance for p in points], dtype=np.bool_),
+                                       *_shared_online(item_of, caps, codes))
+    standalone = a_all + z_all[:, None] * np.sqrt(b_all)
+    return [Packing(assigns[s], int(n_bins[s]), int(moves[s]), np.zeros(int(n_bins[s]), dtype=np.int64),
+                    standalone[item_of[s]]) for s in range(len(points))]
 
 
 def _shared_online(item_of, caps, codes):

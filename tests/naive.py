@@ -99,28 +99,40 @@ def _effsize(o, rho, cap_ref):
     return log_mgf(o, s), lambda S: min((S[g] + gamma) / s[g] for g in range(len(S))), None
 
 
-#: name -> model(observed float64 (n, k), parameter, cap_ref) -> (V, load(S),
-#: fits(S, c) or None for "load <= c"); gpa-cal's model is GPA's, its rho
-#: found by :func:`calibrate`
+def _gpa(o, rho, cap_ref):
+    return _gaussian(o.mean(1), o.var(1), float(ndtri(1 - rho)))
+
+
+#: One plain reference per estimator of ``colosim.ESTIMATORS``: name ->
+#: (model, the parameters the tests run it at). ``model(observed float64
+#: (n, k), parameter, cap_ref)`` gives ``(V, load(S), fits(S, c))``: task
+#: states, the load of a summed state, and the fit test (None: "load <=
+#: c"). gpa-cal's model is GPA's, its rho found by :func:`calibrate`.
 MODELS = {
-    "gpa": lambda o, rho, c: _gaussian(o.mean(1), o.var(1), float(ndtri(1 - rho))),
-    "av": lambda o, f, c: _additive(f * o.mean(1)),
-    "perc": lambda o, p, c: _additive(np.percentile(o, p, axis=1)),
-    "cantelli": lambda o, b, c: _additive(o.mean(1) + b * np.sqrt(o.var(1))),
-    "max": lambda o, _, c: _additive(o.max(1)),
-    "emp": _emp,
-    "effsize": _effsize,
-    "hoeffding": lambda o, rho, c: _gaussian(o.mean(1), (o.max(1) - o.min(1)) ** 2,
-                                             math.sqrt(math.log(1 / rho) / 2)),
-    "nsigma": _nsigma,
-    "gpa-cal": lambda o, rho, c: MODELS["gpa"](o, rho, c),
+    "gpa": (_gpa, (0.1, 0.01, 0.001, 0.5)),
+    "av": (lambda o, f, c: _additive(f * o.mean(1)), (1, 1.25, 2)),
+    "perc": (lambda o, p, c: _additive(np.percentile(o, p, axis=1)), (50, 90, 99, 100)),
+    "cantelli": (lambda o, b, c: _additive(o.mean(1) + b * np.sqrt(o.var(1))), (1, 1.7)),
+    "max": (lambda o, _, c: _additive(o.max(1)), ()),
+    "emp": (_emp, (0, 0.05, 0.2)),
+    "effsize": (_effsize, (0.1, 0.001)),
+    "hoeffding": (lambda o, rho, c: _gaussian(o.mean(1), (o.max(1) - o.min(1)) ** 2,
+                                              math.sqrt(math.log(1 / rho) / 2)), (0.05, 0.5)),
+    "nsigma": (_nsigma, (0, 1.5, 3)),
+    "gpa-cal": (_gpa, (0, 0.01, 0.05)),
 }
+
+
+def specs(name):
+    """The specs the tests run estimator ``name`` at."""
+    parameters = MODELS[name][1]
+    return [f"{name}:{p}" for p in parameters] if parameters else [name]
 
 
 def model(observed, spec, cap_ref):
     """(V, load, fits) of an estimator spec on the observation columns."""
     name, _, param = spec.partition(":")
-    return MODELS[name](np.asarray(observed, dtype=np.float64), float(param) if param else None, cap_ref)
+    return MODELS[name][0](np.asarray(observed, dtype=np.float64), float(param) if param else None, cap_ref)
 
 
 # ---------------------------------------------------------------- packing

@@ -12,7 +12,6 @@ from colosim.kernels.anderson import anderson_darling_normal, nested_sum_statist
 
 from . import naive
 
-
 samples = hnp.arrays(
     np.float64,
     st.integers(8, 300),

@@ -2,9 +2,8 @@
 
 from pathlib import Path
 
-import numpy as np
-import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from colosim.config import parse_config
 from colosim.errors import InputError

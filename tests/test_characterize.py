@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from colosim.analysis import characterize as ch
-from colosim.cli import app
 from colosim.analysis.characterize_report import OUTPUT_FILES
+from colosim.cli import app
 from colosim.io import StoreWriter, open_series, open_store, write_series
 from colosim.sources.realize import realize
 

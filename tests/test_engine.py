@@ -16,24 +16,13 @@ from colosim.model.grid import ALGORITHMS, GridPoint
 from . import naive
 from .conftest import random_usage
 
-#: specs of every estimator of the table (several parameters each)
-SPECS = {
-    "gpa": ["gpa:0.1", "gpa:0.01", "gpa:0.001", "gpa:0.5"],
-    "av": ["av:1", "av:1.25", "av:2"],
-    "perc": ["perc:50", "perc:90", "perc:99", "perc:100"],
-    "cantelli": ["cantelli:1", "cantelli:1.7"],
-    "max": ["max"],
-    "emp": ["emp:0", "emp:0.05", "emp:0.2"],
-    "effsize": ["effsize:0.1", "effsize:0.001"],
-    "hoeffding": ["hoeffding:0.05", "hoeffding:0.5"],
-    "nsigma": ["nsigma:0", "nsigma:1.5", "nsigma:3"],
-    "gpa-cal": ["gpa-cal:0", "gpa-cal:0.01", "gpa-cal:0.05"],
-}
+#: specs of every estimator of the table, at the parameters of its naive reference
+SPECS = {name: naive.specs(name) for name in ESTIMATORS}
 FLEETS = [1.0, 0.6, "1:0.5,0.5:0.5", "0.6:2,1.2:1,2:1"]
 
 
-def test_every_estimator_of_the_table_is_tested_and_has_a_naive_reference():
-    assert set(SPECS) == set(ESTIMATORS) == set(naive.MODELS)
+def test_every_estimator_of_the_table_has_a_naive_reference():
+    assert set(ESTIMATORS) == set(naive.MODELS)
 
 
 def compare(got, want):

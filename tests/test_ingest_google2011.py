@@ -176,7 +176,8 @@ def test_glob_and_explicit_shard_options(tmp_path):
     root = make_trace(tmp_path / "t", [event_row(1, 0, 5)], [long_task(1, 0, 30), long_task(2, 0, 30)])
     out = tmp_path / "s.h5"
     report = ingest_google2011(
-        None, out, task_events=str(root / "task_events"), task_usage=str(root / "task_usage" / "part-0000[01]-*.csv.gz"),
+        None, out, task_events=str(root / "task_events"),
+        task_usage=str(root / "task_usage" / "part-0000[01]-*.csv.gz"),
     )
     assert task_ids(open_series(out)) == [(2, 0)]
     assert report.counts["task_usage_shards"] == 2
@@ -345,7 +346,8 @@ def test_cli_prints_the_counts_table(good_trace, tmp_path):
 
 # -------------------------------------------------------------- fuzzing ---
 
-_tokens = st.sampled_from(["0", "1", "7", "-3", "0.5", "1.5", "", "nan", "inf", "x", "1e3", " ", "\"", "9223372036854775807"])
+_tokens = st.sampled_from(["0", "1", "7", "-3", "0.5", "1.5", "", "nan", "inf", "x", "1e3", " ", "\"",
+                           "9223372036854775807"])
 
 
 @st.composite

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from colosim.analysis.summary import rebalancing_gains
 from colosim.cli import app
 from colosim.figures import results as section5
 from colosim.figures.results import (
@@ -17,8 +18,8 @@ from colosim.figures.results import (
     select,
     supported_figures,
 )
-from colosim.analysis.summary import rebalancing_gains
-from colosim.io.results import COLUMNS, csv_text as rows_to_csv
+from colosim.io.results import COLUMNS
+from colosim.io.results import csv_text as rows_to_csv
 
 runner = CliRunner()
 

@@ -8,9 +8,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from colosim.cli import app
-from colosim.config import load_config
-from colosim.errors import InputError
 from colosim.analysis.claims import (
     FAILS,
     HOLDS,
@@ -32,6 +29,9 @@ from colosim.analysis.claims import (
     frequency_holds,
     resolution,
 )
+from colosim.cli import app
+from colosim.config import load_config
+from colosim.errors import InputError
 from colosim.runner.reproduce import SCALES, scale_config
 
 from .conftest import write_random_store
@@ -142,7 +142,9 @@ def test_first_fit_best_fit_claim():
     def both(q_ff, q_bf, m_ff, m_bf):
         return (points("gpa:0.01", q_ff, ms=m_ff, algorithm="first-fit")
                 + points("gpa:0.01", q_bf, ms=m_bf, algorithm="best-fit"))
-    assert claim_first_fit_best_fit(res(both([0.010, 0.0101], [0.0101, 0.0100], [40, 41], [41, 41])), "", "").verdict == HOLDS
+    assert claim_first_fit_best_fit(
+        res(both([0.010, 0.0101], [0.0101, 0.0100], [40, 41], [41, 41])), "", ""
+    ).verdict == HOLDS
     assert claim_first_fit_best_fit(res(both([0.01] * 2, [0.01] * 2, [40, 41], [42, 41])), "", "").verdict == FAILS
     assert claim_first_fit_best_fit(res(both([0.0100] * 2, [0.0102] * 2, [41] * 2, [41] * 2)), "", "").verdict == FAILS
     # both below 3 x resolution: equal as far as the sweep can tell
@@ -274,7 +276,9 @@ def test_reproduce_end_to_end_at_test_scale(tmp_path, store_configs):
         png = out / link
         assert png.read_bytes()[:4] == b"\x89PNG" and png.with_suffix(".svg").stat().st_size > 0
     # rerun: every sweep reused, same claims
-    again = CliRunner().invoke(app, ["reproduce", "--out", str(out), "--scale", "tiny", "--configs", str(store_configs)])
+    again = CliRunner().invoke(
+        app, ["reproduce", "--out", str(out), "--scale", "tiny", "--configs", str(store_configs)]
+    )
     assert again.exit_code == 0 and again.output.count("results reused") == len(names)
     assert [line for line in (out / "REPORT.md").read_text().splitlines() if re.match(r"\| \d+ \| §", line)] == rows
 

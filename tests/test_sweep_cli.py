@@ -155,7 +155,6 @@ def test_existing_output_survives_a_failed_run(workdir):
 
 
 def test_store_with_negative_values_is_named(workdir):
-    from colosim.io import StoreWriter
     import h5py
 
     with h5py.File("store.h5", "r+") as f:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
 
 import numpy as np
 import pytest
@@ -13,8 +12,8 @@ from typer.testing import CliRunner
 
 from colosim.cli import app
 from colosim.io import open_series, open_store
-from colosim.sources.trace_writer import write_synthetic_trace
 from colosim.sources.population import SyntheticPopulation
+from colosim.sources.trace_writer import write_synthetic_trace
 
 runner = CliRunner()
 
@@ -108,7 +107,8 @@ def test_same_seed_same_files(tmp_path):
 def test_bad_arguments(tmp_path):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
-    for args, why in ((["--out", str(tmp_path / "full")], "exists"), (["--out", str(tmp_path / "n"), "--days", "0"], "--days"),
+    for args, why in ((["--out", str(tmp_path / "full")], "exists"),
+                      (["--out", str(tmp_path / "n"), "--days", "0"], "--days"),
                       (["--out", str(tmp_path / "n"), "--tasks", "0"], "--tasks")):
         res = runner.invoke(app, ["synth-trace", "--tasks", "5", "--seed", "1", *args])
         assert res.exit_code == 2, res.output

@@ -1,4 +1,4 @@
-"""Time-aligned realization (docs/beyond.md): the streamed writer gives the
+"""Time-aligned realization (docs/estimators.md): the streamed writer gives the
 bytes of the recipe written out naively, whatever the thread count; shared
 trace times keep a common daily pattern (cross-task correlation) that
 independent sampling destroys, and q rises with it."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import colosim

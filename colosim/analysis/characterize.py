@@ -616,7 +616,10 @@ def as_series(source, *, progress: Progress = no_progress):
     lengths = np.array([len(v) for v in inst], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     start = np.concatenate([np.arange(t, dtype=np.int64) * WINDOW_US for t in lengths]) if n else np.empty(0, np.int64)
-    cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, np.float32))
+
+    def cat(parts):
+        return np.concatenate(parts) if parts else np.empty(0, np.float32)
+
     return Series(path=None, task_id=np.asarray(source.task_id, dtype=np.int64).reshape(n, 2),
                   offsets=offsets, inst=cat(inst), avg=cat(avg), start_time=start,
                   attrs={"source": getattr(source, "source", None)})

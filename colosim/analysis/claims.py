@@ -122,7 +122,8 @@ def claim_machine_count(res, source, claim, estimator, paper, stat):
     ours = mean(rows, "m_abs") if stat == "mean" else median(rows, "m_abs")
     scaled_note = "" if res.tasks == PAPER_TASKS else f" (paper × {res.tasks}/1000 = {scaled:.3g})"
     return Claim(source, claim, paper_text + scaled_note, f"{ours:.3g}",
-                 f"{stat} m_abs over {len(rows)} instances within ±5% of the paper's", _verdict(count_holds(ours, scaled)))
+                 f"{stat} m_abs over {len(rows)} instances within ±5% of the paper's",
+                 _verdict(count_holds(ours, scaled)))
 
 
 def claim_frequency(res, source, claim, estimator, paper, **keys):
@@ -140,7 +141,8 @@ def claim_never(res, source, claim, estimator="max"):
     if not rows:
         return _missing(source, claim, "q = 0", "no max / perc:100 rows")
     nonzero = sum(r["q"] > 0 for r in rows)
-    return Claim(source, claim, "q = 0", f"q > 0 on {nonzero} of {len(rows)} instances (max q {fmt(max(r['q'] for r in rows))})",
+    return Claim(source, claim, "q = 0",
+                 f"q > 0 on {nonzero} of {len(rows)} instances (max q {fmt(max(r['q'] for r in rows))})",
                  "q = 0 on every instance", _verdict(nonzero == 0))
 
 
@@ -303,7 +305,8 @@ def claim_clairvoyance(res, source, claim, observations=100):
         parts.append(f"{s} {fmt(qa)} vs {fmt(qb)}")
     if not verdicts:
         return _missing(source, claim, "q(100 obs.) ≈ q(clairvoyant)", "no gpa:0.01 or av rows")
-    return Claim(source, claim, "q(100 obs.) ≈ q(clairvoyant)", f"clairvoyance {level:g} ({k} obs.): " + "; ".join(parts),
+    return Claim(source, claim, "q(100 obs.) ≈ q(clairvoyant)",
+                 f"clairvoyance {level:g} ({k} obs.): " + "; ".join(parts),
                  f"mean q at the smallest level observing ≥ {observations} realizations within ×3 of mean q at "
                  "clairvoyance 1 (or both < 3 × resolution), for gpa:0.01 and every av", _verdict(all(verdicts)))
 
@@ -318,7 +321,8 @@ def claim_rebalancing(res, source, claim, fam, paper=0.07):
     if values.size == 0:
         return _missing(source, claim, f"{100 * paper:.0f}%", f"no {fam} instance with q > 0 without rebalancing")
     ours = float(values.mean())
-    return Claim(source, claim, f"{100 * paper:.0f}%", f"{100 * ours:.3g}% (over {values.size} instance × estimator pairs)",
+    return Claim(source, claim, f"{100 * paper:.0f}%",
+                 f"{100 * ours:.3g}% (over {values.size} instance × estimator pairs)",
                  "mean over instances and the family's estimators of (q_off − q_on)/q_off, pairs with q_off = 0 "
                  "omitted; a share: within ±5% relative", _verdict(count_holds(ours, paper)))
 
@@ -331,7 +335,8 @@ def evaluate_claims(results: dict[str, Results]) -> list[Claim]:
     gives a claim marked "not evaluated"."""
     b = results.get("baseline")
     out = [
-        claim_machine_count(b, "§5.2", "av 1 packs 1,000 tasks into about 28 machines (mean m_abs)", "av:1", 28.0, "mean"),
+        claim_machine_count(b, "§5.2", "av 1 packs 1,000 tasks into about 28 machines (mean m_abs)", "av:1", 28.0,
+                            "mean"),
         claim_frequency(b, "§5.2", "Cantelli b = 1: mean q", "cantelli:1", 3e-4),
         claim_frequency(b, "§5.2", "Cantelli b = 1.7: mean q", "cantelli:1.7", 2e-6),
         claim_frequency(b, "§5.3", "Cantelli b = 4.4: mean q is 0", "cantelli:4.4", 0.0),

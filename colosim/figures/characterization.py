@@ -10,9 +10,6 @@ CPU usage is in normalized units (1 = the largest machine).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure

@@ -35,8 +35,10 @@ from matplotlib.patches import Patch
 from ..analysis.summary import rebalancing_gains
 from ..errors import InputError
 from ..io.atomic import atomic_path
-from ..io.results import BASE_CASE, GRID_KEYS, read_results
-from ..model.estimators import ESTIMATORS, family, label as estimator_label, parameter as param
+from ..io.results import BASE_CASE, read_results
+from ..model.estimators import ESTIMATORS, family
+from ..model.estimators import label as estimator_label
+from ..model.estimators import parameter as param
 from ..model.grid import check_row
 from ..progress import Progress, no_progress
 

@@ -13,6 +13,26 @@ import numpy as np
 from ..errors import InputError
 
 
+class MappedFile:
+    """An open file whose datasets are memory-mapped (a context manager):
+    :meth:`close` releases the maps of the arrays ``_mapped()`` names."""
+
+    def _mapped(self) -> tuple:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for arr in self._mapped():
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None:
+                mm.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def create_contiguous(f: h5py.File, name: str, shape: tuple[int, ...], dtype) -> None:
     """Create a contiguous, early-allocated, never-filled dataset.
 

@@ -96,11 +96,6 @@ def csv_text(rows, columns: tuple[str, ...] = COLUMNS, *, with_header: bool = Tr
     return buf.getvalue()
 
 
-def write_results(path, rows, columns: tuple[str, ...] = COLUMNS) -> None:
-    """Write a results table atomically."""
-    write_text_atomic(path, csv_text(rows, columns))
-
-
 def read_results(path, check_point: Callable[[dict], None] | None = None) -> list[dict]:
     """The rows of a results table as dicts of typed values.
 

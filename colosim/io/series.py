@@ -17,7 +17,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
-from ._hdf5 import attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
+from ._hdf5 import MappedFile, attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
 from .atomic import atomic_path
 
 SERIES_FORMAT = "colosim-series"
@@ -29,7 +29,7 @@ WINDOW_US = 300_000_000
 
 
 @dataclass
-class Series:
+class Series(MappedFile):
     """An open, read-only series file (arrays memory-mapped)."""
 
     path: Path | None
@@ -78,17 +78,8 @@ class Series:
         manager; see :class:`SeriesReader`)."""
         return SeriesReader(self)
 
-    def close(self) -> None:
-        for arr in (self.inst, self.avg, self.start_time):
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None:
-                mm.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _mapped(self) -> tuple:
+        return self.inst, self.avg, self.start_time
 
 
 class SeriesReader:
@@ -243,7 +234,9 @@ class SeriesWriter:
         if len(self.offsets) == 0 or self.offsets[0] != 0:
             raise InputError(f"{self.path}: 'offsets' must start at 0")
         if self.task_id.shape != (len(self.offsets) - 1, 2):
-            raise InputError(f"{self.path}: 'task_id' has shape {self.task_id.shape}, expected {(len(self.offsets) - 1, 2)}")
+            raise InputError(
+                f"{self.path}: 'task_id' has shape {self.task_id.shape}, expected {(len(self.offsets) - 1, 2)}"
+            )
         if np.any(np.diff(self.offsets) < 0):
             raise InputError(f"{self.path}: 'offsets' must be non-decreasing")
         self._meta = dict(source=source, filters=filters)
@@ -288,7 +281,10 @@ class SeriesWriter:
             bad = ~np.isfinite(arr) | (arr < 0)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise InputError(f"{self.path}: {name!r} record {start + i} would hold {arr[i]!r} (usage must be finite and >= 0)")
+                raise InputError(
+                    f"{self.path}: {name!r} record {start + i} would hold {arr[i]!r} "
+                    "(usage must be finite and >= 0)"
+                )
         if n:
             self._file["inst"][start : start + n] = inst
             self._file["avg"][start : start + n] = avg

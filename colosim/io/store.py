@@ -16,7 +16,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
-from ._hdf5 import attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
+from ._hdf5 import MappedFile, attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
 from .atomic import atomic_path
 
 STORE_FORMAT = "colosim-store"
@@ -24,7 +24,7 @@ USAGE_DTYPE = np.dtype("<f4")
 
 
 @dataclass
-class Store:
+class Store(MappedFile):
     """An open, read-only realization store.
 
     ``x`` and ``y`` are ``numpy.memmap`` views of the file; use
@@ -76,17 +76,8 @@ class Store:
             )
         return block
 
-    def close(self) -> None:
-        for arr in (self.x, self.y):
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None:
-                mm.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _mapped(self) -> tuple:
+        return self.x, self.y
 
 
 def _read_rows(path: Path, source: np.memmap, index, order, block) -> None:
@@ -214,7 +205,9 @@ class StoreWriter:
             raise
         return self
 
-    def write_rows(self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None, *, check: bool = True) -> None:
+    def write_rows(
+        self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None, *, check: bool = True
+    ) -> None:
         """Write rows ``start : start + len(x_block)`` after checking values
         (``check=False``: the caller has checked them, e.g. on the records the
         values were drawn from)."""

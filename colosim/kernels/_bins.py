@@ -15,6 +15,21 @@ BEST_FIT = 1
 DECREASING = 2
 
 
+@jit(inline="always")
+def choose(best_fit, j, fits, room, chosen, best_room):
+    """The online rule (SPEC §4) after trying bin j for a task (whether it
+    fits, and the room it would leave): First Fit takes the first bin that
+    fits, Best Fit the one leaving the least room (ties: the lowest number).
+    Returns ``(chosen, best_room, done)``; ``chosen`` is -1 while no bin fits."""
+    if not fits:
+        return chosen, best_room, False
+    if not best_fit:
+        return j, best_room, True
+    if room < best_room:
+        return j, room, False
+    return chosen, best_room, False
+
+
 @jit
 def bin_members(assign, n_bins):
     """CSR member lists of a packing's bins, each in ascending position:

@@ -18,7 +18,16 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._bins import BEST_FIT, DECREASING, bin_members, decreasing_order, drop_empty_bins, in_instance_order, move_to_last
+from ._bins import (
+    BEST_FIT,
+    DECREASING,
+    bin_members,
+    choose,
+    decreasing_order,
+    drop_empty_bins,
+    in_instance_order,
+    move_to_last,
+)
 
 __all__ = ["pack_many"]
 
@@ -37,14 +46,9 @@ def _online(a, b, z, cap, best_fit):
         best_room = np.inf
         for j in range(n_bins):
             load = (sum_a[j] + a[i]) + z * math.sqrt(sum_b[j] + b[i])
-            if load <= cap:
-                if not best_fit:
-                    chosen = j
-                    break
-                room = cap - load
-                if room < best_room:
-                    best_room = room
-                    chosen = j
+            chosen, best_room, done = choose(best_fit, j, load <= cap, cap - load, chosen, best_room)
+            if done:
+                break
         if chosen < 0:
             chosen = n_bins
             sum_a[chosen] = 0.0

@@ -35,7 +35,16 @@ import math
 import numpy as np
 
 from .._jit import jit
-from ._bins import BEST_FIT, DECREASING, bin_members, decreasing_order, drop_empty_bins, in_instance_order, move_to_last
+from ._bins import (
+    BEST_FIT,
+    DECREASING,
+    bin_members,
+    choose,
+    decreasing_order,
+    drop_empty_bins,
+    in_instance_order,
+    move_to_last,
+)
 
 __all__ = ["GAUSS", "EMP", "NSIGMA", "EFFSIZE", "pack_vector"]
 
@@ -135,14 +144,9 @@ def _online(V, kind, params, type_caps, shares, best_fit):
         for j in range(n_bins):
             cap = type_caps[bin_type[j]]
             fits, load = _try_add(state[j], V[i], kind, params, cap, tmp, best_fit)
-            if fits:
-                if not best_fit:
-                    chosen = j
-                    break
-                room = cap - load
-                if room < best_room:
-                    best_room = room
-                    chosen = j
+            chosen, best_room, done = choose(best_fit, j, fits, cap - load, chosen, best_room)
+            if done:
+                break
         if chosen < 0:
             if n_bins == rows:  # grow the state table
                 rows *= 2

@@ -220,6 +220,11 @@ ESTIMATORS: dict[str, EstimatorKind] = {e.name: e for e in (
 _SPEC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*(?::\s*(\S+?)\s*)?$")
 
 
+def known_specs() -> str:
+    """The table's estimators as they are written: ``gpa:RHO, av:F, ..., max``."""
+    return ", ".join(k.name if k.parameter is None else f"{k.name}:{k.parameter.symbol}" for k in ESTIMATORS.values())
+
+
 @dataclass(frozen=True)
 class Estimator:
     """A parsed estimator spec such as ``gpa:0.01`` or ``max``."""
@@ -283,7 +288,7 @@ def parse_estimator(spec) -> Estimator:
         raise InputError(f"malformed estimator spec {spec!r} (expected NAME or NAME:PARAM, e.g. 'gpa:0.01')")
     name, raw = match.group(1).lower(), match.group(2)
     if name not in ESTIMATORS:
-        raise InputError(f"unknown estimator {spec!r} (known: {', '.join(ESTIMATORS)})")
+        raise InputError(f"unknown estimator {spec!r} (known: {known_specs()})")
     rule = ESTIMATORS[name].parameter
     if rule is None:
         if raw is not None:

@@ -147,7 +147,9 @@ class _Database:
         threads = int(self.con.execute("SELECT current_setting('threads')").fetchone()[0])
         return max(1, min(threads, MAX_BATCH))
 
-    def read_shards(self, paths: list[Path], columns: dict, select: str, table: str, on_bad_lines: str, line_problem) -> int:
+    def read_shards(
+        self, paths: list[Path], columns: dict, select: str, table: str, on_bad_lines: str, line_problem
+    ) -> int:
         """Read shards into temporary table ``table`` (``select`` over the
         CSV's columns, plus ``filename``); return the number of bad lines
         skipped.
@@ -239,7 +241,7 @@ def read_failing_tasks(db: _Database, shards: list[Path], on_bad_lines: str, pro
     for batch in _in_batches(db, shards, "task_events", progress):
         bad += db.read_shards(batch, EVENTS_COLUMNS, select, "events_shard", on_bad_lines, _events_line_problem)
         con.execute(
-            "INSERT INTO event_tasks SELECT job, idx, bool_or(event_type IN (2, 3, 5, 6)) "
+            f"INSERT INTO event_tasks SELECT job, idx, bool_or(event_type IN ({', '.join(map(str, FAILING_EVENTS))})) "
             "FROM events_shard GROUP BY job, idx"
         )
     con.execute("DROP TABLE IF EXISTS events_shard")
@@ -314,7 +316,8 @@ def apply_filters(db: _Database, min_records: int, report: IngestReport) -> None
     report.add_step("input", "task_usage records read", tasks0, records0)
     fail_t, fail_r = q("SELECT count(*), sum(n) FROM tasks WHERE failing")
     tasks1, records1 = tasks0 - fail_t, records0 - fail_r
-    report.add_step("failing", "tasks with an EVICT, FAIL, KILL or LOST event dropped", tasks1, records1, fail_t, fail_r)
+    report.add_step("failing", "tasks with an EVICT, FAIL, KILL or LOST event dropped",
+                    tasks1, records1, fail_t, fail_r)
     incomplete_r, emptied_t = q(
         "SELECT sum(n - n_complete), count(*) FILTER (WHERE n_complete = 0) FROM tasks WHERE NOT failing"
     )
@@ -335,7 +338,8 @@ def apply_filters(db: _Database, min_records: int, report: IngestReport) -> None
     )
     zero_t, zero_r = q("SELECT count(*), sum(n) FROM task_stats WHERE max_inst = 0")
     tasks4, records4 = tasks2 - zero_t, records2 - zero_r
-    report.add_step("zero_usage", "tasks with zero instantaneous usage in every record dropped", tasks4, records4, zero_t, zero_r)
+    report.add_step("zero_usage", "tasks with zero instantaneous usage in every record dropped",
+                    tasks4, records4, zero_t, zero_r)
     short_t, short_r = q(f"SELECT count(*), sum(n) FROM task_stats WHERE max_inst > 0 AND n < {int(min_records)}")
     tasks5, records5 = tasks4 - short_t, records4 - short_r
     report.add_step(
@@ -353,7 +357,8 @@ def write_output(db: _Database, out: Path, report: IngestReport, source: dict, b
     """Sort the kept records and stream them to the series file."""
     con = db.con
     kept = con.execute("SELECT job, idx, n FROM kept ORDER BY job, idx").fetchnumpy()
-    task_id = np.stack([kept["job"], kept["idx"]], axis=1).astype(np.int64) if len(kept["job"]) else np.zeros((0, 2), np.int64)
+    task_id = (np.stack([kept["job"], kept["idx"]], axis=1).astype(np.int64) if len(kept["job"])
+               else np.zeros((0, 2), np.int64))
     offsets = np.zeros(len(task_id) + 1, dtype=np.int64)
     np.cumsum(np.asarray(kept["n"], dtype=np.int64), out=offsets[1:])
     con.execute(
@@ -455,7 +460,8 @@ def ingest_google2011(
         )
         source = dict(
             format="google2011",
-            task_events=[str(p) for p in events] if len(events) <= 20 else f"{len(events)} shards from {events[0].parent}",
+            task_events=([str(p) for p in events] if len(events) <= 20
+                         else f"{len(events)} shards from {events[0].parent}"),
             task_usage=[str(p) for p in usage] if len(usage) <= 20 else f"{len(usage)} shards from {usage[0].parent}",
         )
         write_output(db, out, report, source)

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..io.series import SeriesWriter
-from ._shards import find_shards, open_text
 from ..progress import Progress, no_progress
+from ._shards import find_shards, open_text
 from .ingest import MIN_RECORDS, IngestReport, check_arguments
 
 REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
@@ -175,7 +175,7 @@ def ingest_google2019(
     n2 = n0 - dropped_r
     # step 3: average above 1 -> the record's instantaneous value
     replaced = inst_above = 0
-    for key, (arr, usage) in kept.items():
+    for _key, (_arr, usage) in kept.items():
         above = usage[:, 1] > 1
         replaced += int(above.sum())
         inst_above += int((usage[:, 0] > 1).sum())

@@ -132,7 +132,7 @@ class PopulationModel:
         bursts to about ``spike_max``, not to the whole machine.
     daily_amplitude : float
         Amplitude A of an optional daily pattern common to all tasks
-        (docs/beyond.md): every record of a window starting at time tau is
+        (docs/estimators.md): every record of a window starting at time tau is
         multiplied by ``1 + A sin(2 pi (tau mod day) / day)`` before the clip
         to [0, 1]. 0 (the default) leaves the calibrated population as it is.
     """
@@ -163,7 +163,8 @@ class PopulationModel:
         for name in ("full_share", "multi_share", "level_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 bad(name, "in [0, 1]")
-        for name in ("mean_median", "mean_max", "dwell_min", "dwell_max", "spike_max", "share_concentration", "shape_min", "p_on"):
+        for name in ("mean_median", "mean_max", "dwell_min", "dwell_max", "spike_max", "share_concentration",
+                     "shape_min", "p_on"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):
                 bad(name, "finite and > 0")
@@ -232,7 +233,8 @@ class TaskParameters:
         u = _uniforms(seed, ks)
         full = u[:, _U_FULL] < m.full_share
         log_t = np.log(MIN_RECORDS) + u[:, _U_LENGTH] * (np.log(MAX_RECORDS + 1) - np.log(MIN_RECORDS))
-        self.length = np.where(full, MAX_RECORDS, np.clip(np.floor(np.exp(log_t)), MIN_RECORDS, MAX_RECORDS)).astype(np.int64)
+        self.length = np.where(full, MAX_RECORDS,
+                               np.clip(np.floor(np.exp(log_t)), MIN_RECORDS, MAX_RECORDS)).astype(np.int64)
         self.mean = np.minimum(m.mean_max, m.mean_median * np.exp(m.mean_sigma * ndtri(u[:, _U_MEAN])))
         cv = m.cv_ref * (self.mean / MEAN_REF) ** -m.cv_exponent * np.exp(m.cv_sigma * ndtri(u[:, _U_CV]))
         # a bursty task's peaks reach about mu * (1 + cv**2): keep them near spike_max
@@ -241,7 +243,8 @@ class TaskParameters:
         lv = u[:, _U_LEVELS]
         multi = lv < m.multi_share
         frac = np.where(multi, lv / max(m.multi_share, 1e-300), 0.0)
-        self.n_levels = np.where(multi, 2 + np.minimum(m.max_levels - 2, np.floor(frac * (m.max_levels - 1))), 1).astype(np.int64)
+        self.n_levels = np.where(multi, 2 + np.minimum(m.max_levels - 2, np.floor(frac * (m.max_levels - 1))),
+                                 1).astype(np.int64)
         self.dwell = m.dwell_min * np.exp(u[:, _U_DWELL] * np.log(m.dwell_max / m.dwell_min))
         self.shape = m.shape_min * np.exp(u[:, _U_SHAPE] * np.log(m.p_on / m.shape_min))
         self.start = np.floor(u[:, _U_START] * (MAX_RECORDS - self.length + 1)).astype(np.int64)

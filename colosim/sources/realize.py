@@ -24,9 +24,9 @@ paired draw). x and y come from the same record.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -174,7 +174,8 @@ def realize(
         tau = shared_times(seed, n_realizations, *time_range())
     n_buffers = threads + 2
     buffers = [
-        (np.empty((block_rows, n_realizations), dtype=np.float32), np.empty((block_rows, n_realizations), dtype=np.float32))
+        (np.empty((block_rows, n_realizations), dtype=np.float32),
+         np.empty((block_rows, n_realizations), dtype=np.float32))
         for _ in range(min(n_buffers, -(-n_tasks // block_rows)))
     ]
     starts = list(range(0, n_tasks, block_rows))

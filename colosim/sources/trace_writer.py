@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
 from .. import streams
+from ..errors import InputError
 from ..io.series import WINDOW_US
 from ..progress import Progress, no_progress
 from .ingest import MIN_RECORDS
@@ -218,7 +218,8 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
         for start in range(0, n_total, chunk_tasks):
             stop = min(n_total, start + chunk_tasks)
             ks = range(start, min(stop, population.n_tasks))
-            chunk = list(population_tasks(ks)) + extra[max(0, start - population.n_tasks) : max(0, stop - population.n_tasks)]
+            chunk = (list(population_tasks(ks))
+                     + extra[max(0, start - population.n_tasks) : max(0, stop - population.n_tasks)])
             u_lines, u_time, e_lines, e_time = [], [], [], []
             for kind, job, idx, first, inst, avg, event in chunk:
                 inst_s, avg_s = _fmt(inst), _fmt(avg)
@@ -279,7 +280,8 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
         tasks, records = prev["tasks"] - what_tasks, prev["records"] - what_records
         return dict(step=name, tasks=tasks, records=records, tasks_dropped=what_tasks, records_dropped=what_records)
 
-    s0 = dict(step="input", tasks=counts["input"][0], records=counts["input"][1], tasks_dropped=None, records_dropped=None)
+    s0 = dict(step="input", tasks=counts["input"][0], records=counts["input"][1],
+              tasks_dropped=None, records_dropped=None)
     s1 = step("failing", *counts["failing"], s0)
     s2 = step("missing", 0, counts["missing"][1], s1)
     s3 = step("above_1", 0, 0, s2)

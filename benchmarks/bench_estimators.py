@@ -1,7 +1,7 @@
-"""Run time of the estimators of docs/beyond.md beside GPA on one instance of
+"""Run time of the estimators of docs/estimators.md beside GPA on one instance of
 the paper's size, after JIT warm-up; prints seconds and the ratio to GPA.
 
-    python benchmarks/bench_beyond.py [--tasks 1000] [--realizations 10000] [--store STORE.h5]
+    python benchmarks/bench_estimators.py [--tasks 1000] [--realizations 10000] [--store STORE.h5]
 
 Without --store the instance is instance 0 of the built-in population (its
 first ``--tasks`` × 20 tasks realized in memory); with --store it is
