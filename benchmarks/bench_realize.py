@@ -4,7 +4,7 @@ Builds a synthetic series (or uses ``--series``), then in one run:
 
 1. measures the sequential write bandwidth of the output folder with
    ``dd if=/dev/zero ... conv=fdatasync``;
-2. runs ``colosim.realize`` in a fresh process per thread count (so that its
+2. runs ``colosim.sources.realize`` in a fresh process per thread count (so that its
    peak resident set is its own), timing it to the atomic rename (the store is
    fsync'ed before that);
 3. prints MB/s of store written, peak RSS, and the ratio realize / dd.

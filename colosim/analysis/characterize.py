@@ -30,7 +30,7 @@ Choices SPEC §9 leaves open (documented in ``docs/characterize.md``):
 - Samples of tasks are nested: the sample of size N + 10 extends the one of
   size N (SPEC §9 allows it; it is what makes paper scale affordable).
 - Without a store, the realization-based analyses use an in-memory store made
-  by SPEC §8's recipe (the ``x`` matrix ``colosim.realize.realize`` would
+  by SPEC §8's recipe (the ``x`` matrix ``colosim.sources.realize.realize`` would
   write with the same seed), of ``min(tasks, store_tasks)`` tasks.
 """
 
@@ -575,7 +575,7 @@ def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 
                       progress: Progress = no_progress) -> tuple[np.ndarray, np.ndarray]:
     """The instantaneous matrix ``x`` of the store SPEC §8 makes from
     ``series`` with this seed (row selection and x indices as in
-    :func:`colosim.realize.realize`; y is not needed here).
+    :func:`colosim.sources.realize.realize`; y is not needed here).
 
     Returns (x float32 (n_tasks, n_realizations), series rows).
     """
