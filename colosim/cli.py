@@ -53,31 +53,43 @@ app = typer.Typer(
 )
 
 
-def _stderr_console(width: int | None = None):
+def _stderr_console():
     """Rich output on stderr; wide when it goes to a file rather than a terminal."""
     from rich.console import Console
 
-    return Console(stderr=True, width=None if sys.stderr.isatty() else (width or 160))
+    return Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 @contextlib.contextmanager
 def _progress():
     """The progress protocol (:mod:`colosim.progress`) drawn as rich bars on
     stderr, all in one display closed when the command ends."""
+    from rich import filesize
     from rich.progress import (
         BarColumn,
-        MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.text import Text
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    class Done(ProgressColumn):
+        """``n/total``, or sizes and a rate for bytes."""
+
+        def render(self, task):
+            if task.fields.get("unit") == "B":
+                rate = f" {filesize.decimal(int(task.speed))}/s" if task.speed else ""
+                return Text(f"{filesize.decimal(int(task.completed))}/{filesize.decimal(int(task.total or 0))}"
+                            + rate)
+            return Text(f"{int(task.completed)}/{int(task.total or 0)}")
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), Done(), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=_stderr_console(), transient=False) as bars:
 
-        def start(description: str, total: int):
-            task = bars.add_task(description, total=total)
+        def start(description: str, total: int, unit: str = ""):
+            task = bars.add_task(description, total=total, unit=unit)
             return lambda n=1: bars.advance(task, n)
 
         yield start
@@ -174,7 +186,7 @@ def generate(
     from .sources.resolve import generate_synthetic_store
 
     names = {"n_tasks": "--tasks", "n_realizations": "--realizations", "sampling": "--sampling",
-             "daily_amplitude": "--daily-amplitude", "out": "--out"}
+             "daily_amplitude": "--daily-amplitude"}
     with _progress() as progress, parameters_as(names):
         generate_synthetic_store(out, n_tasks=tasks, n_realizations=realizations, seed=seed, sampling=sampling,
                                  progress=progress, daily_amplitude=daily_amplitude, force=force)
@@ -364,8 +376,9 @@ def characterize(
     from .analysis.characterize_report import run_characterization
 
     names = {"seed": "--seed", "repetitions": "--repetitions", "n_init": "--n-init", "store_tasks": "--store-tasks",
-             "n_realizations": "--realizations", "synthetic": "--synthetic", "out_dir": "--out",
-             "series": "SERIES"}
+             "n_realizations": "--realizations", "synthetic": "--synthetic", "out_dir": "--out"}
+    if (series is None) == (synthetic is None):
+        raise InputError("give either a SERIES file or --synthetic N (not both)")
     with _progress() as progress, parameters_as(names):
         result, written = run_characterization(
             out, series=series, synthetic=synthetic, population_seed=population_seed, store=store,

@@ -73,6 +73,7 @@ class Observations:
                 levels.add(p.estimator.param)
         self._stats: dict[tuple, TaskStatistics] = {}
         self._layouts: dict[tuple, Layout] = {}
+        self._columns: dict[tuple, np.ndarray] = {}
 
     def source(self, data: str) -> np.ndarray:
         if data == "avg":
@@ -83,7 +84,10 @@ class Observations:
 
     def columns(self, data: str, clairvoyance: float) -> np.ndarray:
         """The observation columns, contiguous."""
-        return np.ascontiguousarray(self.source(data)[:, : self.k[clairvoyance]])
+        key = (data, clairvoyance)
+        if key not in self._columns:
+            self._columns[key] = np.ascontiguousarray(self.source(data)[:, : self.k[clairvoyance]])
+        return self._columns[key]
 
     def statistics(self, data: str, clairvoyance: float) -> TaskStatistics:
         key = (data, clairvoyance)

@@ -29,6 +29,8 @@ row selection start from the same bits (different draws of them, of
 different sizes); SPEC §6 and §8 fix both recipes, so colosim keeps them.
 """
 
+import functools
+
 import numpy as np
 
 ROWS, DRAWS, SHARED_TIMES, ANALYSIS, PLANTED = 0, 1, 2, 9, 3011
@@ -58,6 +60,9 @@ def planted_tasks(seed: int) -> np.random.Generator:
     return np.random.default_rng([seed, PLANTED])
 
 
+@functools.lru_cache(maxsize=4)
 def hash_keys(n: int) -> np.ndarray:
-    """Random 63-bit keys of n tasks, for hashing sets of tasks."""
-    return np.random.default_rng(0x5EED).integers(0, 2**63, size=n, dtype=np.uint64)
+    """Random 63-bit keys of n tasks, for hashing sets of tasks (read-only)."""
+    keys = np.random.default_rng(0x5EED).integers(0, 2**63, size=n, dtype=np.uint64)
+    keys.flags.writeable = False
+    return keys

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,3 +30,46 @@ def test_config_loader_fuzz_only_input_errors(raw):
         assert "fuzz.toml" in str(exc) and "\n" not in str(exc)
     else:
         assert cfg.points
+
+
+def test_a_renamed_parameter_leaves_the_rest_of_the_message_alone():
+    from colosim.errors import parameters_as
+
+    with pytest.raises(InputError) as info, parameters_as({"n_tasks": "--tasks"}):
+        raise InputError("n_tasks 5 is more than the 3 tasks of n_tasks/series.h5", param="n_tasks")
+    assert str(info.value) == "--tasks 5 is more than the 3 tasks of n_tasks/series.h5"
+    with pytest.raises(ValueError, match="begin with its name"):
+        InputError("the n_tasks are wrong", param="n_tasks")
+
+
+def test_generate_onto_an_existing_file_names_its_path(tmp_path):
+    from typer.testing import CliRunner
+
+    from colosim.cli import app
+
+    out = tmp_path / "outputs" / "s.h5"
+    out.parent.mkdir()
+    out.write_bytes(b"keep")
+    res = CliRunner().invoke(app, ["generate", "--out", str(out), "--tasks", "5", "--realizations", "4"])
+    assert res.exit_code == 2 and f"{out}: exists already" in res.output and out.read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize("extra", [",q_by_type", ",m_abs_by_type", ",calibrated_rho,q_by_type"])
+def test_results_with_unpaired_fleet_columns_are_rejected(tmp_path, extra):
+    from colosim.io.results import COLUMNS, read_results
+
+    path = tmp_path / "r.csv"
+    path.write_text(",".join(COLUMNS) + extra + "\n")
+    with pytest.raises(InputError, match="not a colosim results table"):
+        read_results(path)
+
+
+def test_results_reader_puts_hand_written_specs_in_canonical_form(tmp_path):
+    from colosim.io.results import COLUMNS, EXTRA_COLUMNS, read_results
+    from colosim.model.grid import check_row
+
+    path = tmp_path / "r.csv"
+    path.write_text(",".join(COLUMNS + EXTRA_COLUMNS[1:]) + "\n"
+                    '0,GPA:0.010,best-fit,"1:0.5, 0.5:0.5",1.0,inst,true,1.0,3,2,1.5,0.1,0.2,0.01,0,2;1,0.1;0.1\n')
+    (row,) = read_results(path, check_point=check_row)
+    assert row["estimator"] == "gpa:0.01" and row["capacity"] == "1:0.5,0.5:0.5"

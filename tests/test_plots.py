@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from colosim.analysis.summary import rebalancing_gains
 from colosim.cli import app
-from colosim.figures import results as section5
+from colosim.figures import results as result_figures
 from colosim.figures.results import (
     QAxis,
     plot_results,
@@ -67,7 +67,7 @@ def test_every_figure_drawn(drawn):
     for n, paths in written.items():
         [png] = paths
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-        assert png.parent == out and png.stem == section5.FIGURES[n].stem
+        assert png.parent == out and png.stem == result_figures.FIGURES[n].stem
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
@@ -124,13 +124,13 @@ def test_zero_q_is_drawn_at_a_marked_floor():
     assert qa.floor == 1e-5 and qa.zeros == 2
     np.testing.assert_array_equal(qa([0.0, 3e-4]), [1e-5, 3e-4])
     rows = [make_row(k, e, q) for k in range(3) for e, q in (("max", 0.0), ("av:1.25", 0.05))]
-    fig = section5.draw_fig7(rows)
+    fig = result_figures.draw_fig7(rows)
     ax = fig.axes[0]
     assert any("q = 0 (3 of 6" in t.get_text() for t in ax.texts)
     # the figure's floor: a decade below its smallest positive q (0.05)
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] < 1e-3 < ax.get_ylim()[1]
     assert any(np.allclose(line.get_ydata(), 1e-3) for line in ax.lines)
-    points = [line for line in ax.lines if line.get_marker() in section5.FAMILY_MARKERS]
+    points = [line for line in ax.lines if line.get_marker() in result_figures.FAMILY_MARKERS]
     assert len(points) == 2  # the zero-q estimator is plotted, not dropped
 
 

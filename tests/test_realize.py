@@ -127,3 +127,17 @@ def test_in_memory_source_gives_the_same_bytes(series, tmp_path):
     realize(plain, tmp_path / "b.h5", n_tasks=12, n_realizations=33, seed=4, threads=1)
     with open_store(tmp_path / "a.h5") as a, open_store(tmp_path / "b.h5") as b:
         assert a.x.tobytes() == b.x.tobytes() and a.y.tobytes() == b.y.tobytes()
+
+
+def test_a_source_with_tasks_only_is_realized(series, tmp_path):
+    class TasksOnly:  # no reader(), no time_range(): enough for independent sampling
+        n_tasks = series.n_tasks
+        task_id = series.task_id
+
+        def task(self, k):
+            return series.task(k)
+
+    realize(TasksOnly(), tmp_path / "t.h5", n_tasks=5, n_realizations=17, seed=2)
+    x, y, _ = naive.store(series, 5, 17, 2, "independent")
+    with open_store(tmp_path / "t.h5") as store:
+        assert store.x.tobytes() == x.tobytes() and store.y.tobytes() == y.tobytes()

@@ -75,7 +75,7 @@ def write_outputs(result: Characterization, out_dir, *, task_id=None,
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: out_dir exists and is not a folder", param="out_dir")
+        raise InputError(f"out_dir {out} exists and is not a folder", param="out_dir")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     steps = 5 + (result.clusters is not None) + 2 * (result.sums is not None) + (result.percentiles is not None)
@@ -328,9 +328,9 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: out_dir exists and is not a folder", param="out_dir")
+        raise InputError(f"out_dir {out} exists and is not a folder", param="out_dir")
     if (series is None) == (synthetic is None):
-        raise InputError("give either a series file or synthetic = N (not both)", param="series")
+        raise InputError("give either a series file or a number of synthetic tasks (not both)")
     with contextlib.ExitStack() as stack:
         if synthetic is not None:
             if isinstance(synthetic, bool) or not isinstance(synthetic, int) or synthetic < 1:

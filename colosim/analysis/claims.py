@@ -21,9 +21,6 @@ from ..model.estimators import family, same_estimator
 from ..model.grid import observation_split
 from .summary import rebalancing_gains
 
-#: Paper base case (Section 5.1) every claim reads unless it varies a key.
-BASE = BASE_CASE
-
 PAPER_TASKS = 1000  # tasks per instance in the paper (Section 5.1)
 
 HOLDS, FAILS, MISSING = "holds", "does not hold", "not evaluated"
@@ -85,7 +82,7 @@ def pick(res: Results | None, estimator: str, **keys) -> list[dict]:
     """Rows of one grid point: the base case, with ``keys`` overriding."""
     if res is None:
         return []
-    want = dict(BASE, **keys)
+    want = dict(BASE_CASE, **keys)
     return [r for r in res.rows
             if same_estimator(r["estimator"], estimator) and all(r[k] == v for k, v in want.items())]
 
@@ -183,7 +180,7 @@ def claim_no_pareto(res, source, claim):
 def pick_all(res) -> list[dict]:
     if res is None:
         return []
-    return [r for r in res.rows if all(r[k] == v for k, v in BASE.items())]
+    return [r for r in res.rows if all(r[k] == v for k, v in BASE_CASE.items())]
 
 
 def claim_comparable(res, source, claim, estimators):
@@ -207,7 +204,7 @@ def claim_comparable(res, source, claim, estimators):
 def claim_first_fit_best_fit(res, source, claim):
     if res is None or len({r["algorithm"] for r in res.rows}) < 2:
         return _missing(source, claim, "Δm_abs ≤ 1, Δq < 1%", "needs first-fit and best-fit rows")
-    base = {k: v for k, v in BASE.items() if k != "algorithm"}
+    base = {k: v for k, v in BASE_CASE.items() if k != "algorithm"}
     rows = [r for r in res.rows if all(r[k] == v for k, v in base.items())]
     by = {}
     for r in rows:
@@ -314,7 +311,7 @@ def claim_clairvoyance(res, source, claim, observations=100):
 def claim_rebalancing(res, source, claim, fam, paper=0.07):
     if res is None or len({r["rebalance"] for r in res.rows}) < 2:
         return _missing(source, claim, f"{100 * paper:.0f}%", "needs runs with and without rebalancing")
-    base = {k: v for k, v in BASE.items() if k != "rebalance"}
+    base = {k: v for k, v in BASE_CASE.items() if k != "rebalance"}
     rows = [r for r in res.rows if all(r[k] == v for k, v in base.items()) and family(r["estimator"]) == fam]
     gains = rebalancing_gains(rows)
     values = np.concatenate(list(gains.values())) if gains else np.array([])

@@ -36,7 +36,8 @@ def prepare(results: Path, fingerprint: str, *, force: bool = False) -> Path:
         if not same:
             if not force:
                 raise InputError(
-                    f"{parts}: holds checkpoints of another config; pass --force to discard them, "
+                    f"{parts}: holds checkpoints of another config or store (or of an earlier colosim); "
+                    "pass --force to discard them, "
                     "or choose another --out"
                 )
             shutil.rmtree(parts)

@@ -56,7 +56,7 @@ COLUMNS = ("instance", *GRID_KEYS, *METRICS)
 
 _INTS = ("instance", "m_abs", "m_norm", "oversize")
 _FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity")
-_SPEC = re.compile(r"^[a-z][a-z-]*(:\S+)?$")
+_SPEC = re.compile(r"^\s*[A-Za-z][A-Za-z-]*\s*(:\s*\S+?\s*)?$")
 
 
 def header(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -103,7 +103,8 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
     SPEC §5: ``q`` and ``q_max`` in [0, 1], ``m_abs`` and ``m_norm`` >= 1,
     finite numbers, ...); ``check_point(row)``, when given, checks the grid
     keys' meaning (for example that the estimator is known) and raises
-    :class:`InputError`. The first bad row is an :class:`InputError`
+    :class:`InputError`; it may put their values in canonical form. The
+    first bad row is an :class:`InputError`
     naming the file and line (the header is line 1).
     """
     path = Path(path)
@@ -114,7 +115,8 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
             if names is None or tuple(names[: len(COLUMNS)]) != COLUMNS:
                 raise InputError(f"{path}: not a colosim results table (unexpected header)")
             extra = tuple(names[len(COLUMNS):])
-            if extra != tuple(c for c in EXTRA_COLUMNS if c in extra):
+            paired = ("m_abs_by_type" in extra) == ("q_by_type" in extra)
+            if extra != tuple(c for c in EXTRA_COLUMNS if c in extra) or not paired:
                 raise InputError(f"{path}: not a colosim results table (unknown or misplaced columns "
                                  f"{', '.join(extra)})")
             out = []
@@ -171,7 +173,7 @@ def _typed(rec: dict) -> dict:
 def _row_problem(r: dict) -> str | None:
     """What is wrong with a typed row, or None."""
     if not _SPEC.match(r["estimator"]):
-        return f"estimator {r['estimator']!r} is not a canonical spec (NAME or NAME:PARAM)"
+        return f"estimator {r['estimator']!r} is not an estimator spec (NAME or NAME:PARAM)"
     for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity"):
         if not math.isfinite(r[key]):
             return f"{key} is not a finite number"

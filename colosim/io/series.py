@@ -79,7 +79,9 @@ class Series(MappedFile):
         return SeriesReader(self)
 
     def _mapped(self) -> tuple:
-        return self.inst, self.avg, self.start_time
+        # a series hands out views of its maps (task(k)); they stay valid
+        # after close, and the maps go with the last array that uses them
+        return ()
 
 
 class SeriesReader:
@@ -90,8 +92,6 @@ class SeriesReader:
 
     def __init__(self, series: Series):
         self.series = series
-        self.n_tasks = series.n_tasks
-        self.task_id = series.task_id
         arrays = (series.inst, series.avg, series.start_time)
         mapped = all(isinstance(a, np.memmap) and a.filename for a in arrays) and hasattr(os, "preadv")
         self._fd = os.open(series.inst.filename, os.O_RDONLY) if mapped else None

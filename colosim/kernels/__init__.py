@@ -1,7 +1,8 @@
 """Numba kernels only: arrays and scalars in, arrays and scalars out; never
 files, configs or Python lists (the engine and the API validate and
-convert). Each module has one public entry (its ``__all__``); names with a
-leading underscore are internal.
+convert). Each module's public entries are its ``__all__`` (one algorithm
+per module: its entry, with the constants and companion kernels it needs);
+names with a leading underscore are internal.
 
 ========================  ==================================================
 module                    public entry

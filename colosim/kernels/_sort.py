@@ -57,7 +57,7 @@ def sort_float32(values, out):
     and is written as 0.0."""
     n = values.shape[0]
     keys = np.empty(n, dtype=np.uint32)
-    bits = values.view(np.uint32)
+    bits = np.ascontiguousarray(values).view(np.uint32)
     for i in range(n):
         u = bits[i]
         if values[i] == 0:

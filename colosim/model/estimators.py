@@ -23,7 +23,7 @@ violation frequency, not a rho.
 
 Adding an estimator is adding an entry to :data:`ESTIMATORS` (and its plain
 reference to ``tests/naive.py``); the engine, the config checks, the
-results reader, the figures and the help texts all read this table.
+results reader, the figures and the error messages all read this table.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ STATISTICS = ("mean", "var", "maximum", "minimum", "percentile")
 @dataclass(frozen=True)
 class Parameter:
     """The parameter of an estimator: its symbol, its valid values and how
-    they are described in messages and help texts."""
+    they are described in messages."""
 
     symbol: str
     valid: Callable[[float], bool]

@@ -160,7 +160,7 @@ def extra_columns(points) -> tuple[str, ...]:
 
 
 def check_row(row: dict) -> None:
-    """A results row's grid keys must be valid grid values (for
-    :func:`colosim.io.results.read_results`)."""
+    """A results row's grid keys must be valid grid values; specs are put in
+    canonical form (for :func:`colosim.io.results.read_results`)."""
     for key in GRID_KEYS:
-        normalize(key, row[key])
+        row[key] = value_text(normalize(key, row[key]))

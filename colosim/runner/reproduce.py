@@ -143,7 +143,7 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
     for cfg in configs:
         name = cfg.path.stem
         t0 = time.perf_counter()
-        store_path = resolve_store(cfg.source, cfg.path.parent, progress)
+        store_path = resolve_store(cfg.source, cfg.path.parent, progress, config_path=cfg.path)
         with open_store(store_path) as store:
             realizations = store.n_realizations
         csv = out_dir / "results" / f"{name}.csv"

@@ -225,6 +225,6 @@ def sweep_file(config_path, *, out=None, force: bool = False, progress: Progress
     backends.check_backend(backend)
     config = load_config(config_path)
     out = Path(out) if out is not None else default_output(config)
-    store_path = resolve_store(config.source, config.path.parent, progress)
+    store_path = resolve_store(config.source, config.path.parent, progress, config_path=config.path)
     return sweep(config, store_path, out, force=force, progress=progress, backend=backend,
                  scheduler=scheduler, workers=workers)

@@ -220,7 +220,7 @@ def _first_line(exc) -> str:
 def _in_batches(db: _Database, shards: list[Path], kind: str, progress: Progress):
     """The shards in batches of ``db.batch_size()``; each batch's bytes are
     reported to ``progress`` once the caller has processed it."""
-    advance = progress(f"{kind} ({len(shards)} shards, bytes)", sum(p.stat().st_size for p in shards))
+    advance = progress(f"{kind} ({len(shards)} shards)", sum(p.stat().st_size for p in shards), unit="B")
     step = db.batch_size()
     for first in range(0, len(shards), step):
         batch = shards[first : first + step]

@@ -144,7 +144,7 @@ def ingest_google2019(
         raise InputError(f"{out}: is a directory, not a series file name")
     tasks: dict = {}
     counts = {"bad_lines": 0}
-    advance = progress(f"instance_usage ({len(files)} files, bytes)", sum(p.stat().st_size for p in files))
+    advance = progress(f"instance_usage ({len(files)} files)", sum(p.stat().st_size for p in files), unit="B")
     for path in files:
         _read_file(path, on_bad_lines, tasks, counts)
         advance(path.stat().st_size)

@@ -23,6 +23,7 @@ paired draw). x and y come from the same record.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -43,18 +44,19 @@ SAMPLINGS = ("independent", "paired", "time-aligned")
 
 class SeriesSource(Protocol):
     """What realization needs of a series: a file's :class:`~colosim.io.Series`
-    or a synthetic population generated on demand. ``reader()`` gives a
-    context manager whose value reads single tasks (``task(k)``, and
-    ``records(k)`` with start times for time-aligned realization)."""
+    or a synthetic population generated on demand. ``task(k)`` gives task
+    k's (inst, avg) records; for time-aligned realization ``records(k)``
+    gives them with their start times and ``time_range()`` the span of the
+    whole source. A source may offer ``reader()``, a context manager whose
+    value reads single tasks faster for a pass over many of them (a series
+    file reads them with ``pread``)."""
 
     task_id: np.ndarray
 
     @property
     def n_tasks(self) -> int: ...
 
-    def reader(self): ...
-
-    def time_range(self) -> tuple[int, int]: ...
+    def task(self, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def select_rows(n_series: int, n_tasks: int, seed: int) -> np.ndarray:
@@ -168,7 +170,7 @@ def realize(
     tau = None
     if sampling == "time-aligned":
         time_range = getattr(series, "time_range", None)
-        if time_range is None:
+        if time_range is None or not hasattr(series, "records"):
             raise InputError("sampling 'time-aligned' needs record start times, and this source has none",
                              param="sampling")
         tau = shared_times(seed, n_realizations, *time_range())
@@ -180,7 +182,8 @@ def realize(
     ]
     starts = list(range(0, n_tasks, block_rows))
     advance = progress(f"realizing {Path(out).name}", n_tasks)
-    with series.reader() as reader, StoreWriter(
+    reader = series.reader() if hasattr(series, "reader") else contextlib.nullcontext(series)
+    with reader as reader, StoreWriter(
         out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling, source=source,
         task_id=task_id,
     ) as writer, ThreadPoolExecutor(max_workers=threads) as pool:

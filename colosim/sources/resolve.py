@@ -65,7 +65,7 @@ def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: in
     (with a common daily pattern of that amplitude when > 0); an existing
     ``out`` is replaced only with ``force``."""
     if Path(out).exists() and not force:
-        raise InputError(f"{out}: exists already (pass --force to replace it)", param="out")
+        raise InputError(f"{out}: exists already (pass --force to replace it)")
     if not (isinstance(daily_amplitude, (int, float)) and 0 <= daily_amplitude < 1):
         raise InputError(f"daily_amplitude must be in [0, 1), not {daily_amplitude!r}", param="daily_amplitude")
     population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
@@ -140,10 +140,11 @@ def _ingested_series(source, trace: Path, identity: str, progress: Progress) -> 
     return out
 
 
-def resolve_store(source, config_dir: Path, progress: Progress = no_progress) -> Path:
+def resolve_store(source, config_dir: Path, progress: Progress = no_progress, config_path=None) -> Path:
     """Path of the store a config's source denotes, made (and cached) when
-    missing. Library errors name the config's keys."""
-    with parameters_as(_SOURCE_KEYS):
+    missing. Library errors name the config's keys (and the config file,
+    ``config_path``)."""
+    with parameters_as(_SOURCE_KEYS, prefix=f"{config_path}: " if config_path is not None else ""):
         return _resolve(source, Path(config_dir), progress)
 
 
