@@ -83,7 +83,7 @@ def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndar
         raise InputError(f"capacity must be one number here, not the fleet {capacity!r}")
     m = int(assign.max()) + 1
     e = evaluated.shape[1]
-    (counts,), _ = evaluate(lay_out(evaluated, 0, e), [assign], [np.full(m, point.capacity)], [0])
+    (counts,), _, _ = evaluate(lay_out(evaluated, 0, e), [assign], [np.full(m, point.capacity)], [0])
     return int(counts.sum()) / (m * e), counts
 
 

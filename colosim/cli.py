@@ -113,18 +113,17 @@ def sweep(
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
-    Prints a summary per grid point: mean and quartiles of m and q over
-    instances. Finished instances are checkpointed; an interrupted sweep
+    Prints a summary per grid point: means of m and q over instances with
+    their 95% intervals, also written to OUT.summary.csv. Finished instances are checkpointed; an interrupted sweep
     resumes when the same command is run again.
     """
-    from .analysis.summary import summarize
     from .runner.sweep import sweep_file
 
     with _progress() as progress, parameters_as({"backend": "--backend", "scheduler": "--scheduler"}):
         result = sweep_file(config, out=out, force=force, progress=progress, backend=backend,
                             scheduler=scheduler, workers=workers)
     if not quiet:
-        _print_summary(summarize(result.rows))
+        _print_summary(result.summary)
     if result.computed:
         typer.echo(f"wrote {result.out} ({len(result.rows)} rows, {result.elapsed:.1f} s)", err=True)
     else:
@@ -133,7 +132,7 @@ def sweep(
 
 def _print_summary(summary: list[dict]) -> None:
     """One row per grid point: the grid keys that vary, then m_abs, m and q
-    over instances as mean (first quartile to third)."""
+    over instances as mean [95% interval], and the resolution of q."""
     from rich.console import Console
     from rich.table import Table
 
@@ -141,20 +140,28 @@ def _print_summary(summary: list[dict]) -> None:
 
     varying = [k for k in GRID_KEYS if len({str(s[k]) for s in summary}) > 1] or ["estimator"]
     fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in GRID_KEYS if k not in varying]
-    title = "mean (quartiles) over instances" + (f"; {', '.join(fixed)}" if fixed else "")
+    title = "mean \\[95% interval] over instances" + (f"; {', '.join(fixed)}" if fixed else "")
     table = Table(title=title, title_justify="left")
     for k in varying:
         table.add_column(k, justify="left" if isinstance(summary[0][k], str) else "right")
-    for name in ("n", "m_abs", "m", "q"):
+    for name in ("n", "m_abs", "m", "q", "q resolution"):
         table.add_column(name, justify="right")
     for s in summary:
         table.add_row(
             *(_fmt_key(s[k]) for k in varying), str(s["instances"]),
-            f"{s['m_abs_mean']:.1f} ({s['m_abs_q1']:.0f}-{s['m_abs_q3']:.0f})",
-            f"{s['m_mean']:.3f} ({s['m_q1']:.3f}-{s['m_q3']:.3f})",
-            f"{s['q_mean']:.2e} ({s['q_q1']:.1e}-{s['q_q3']:.1e})",
+            _with_interval(s, "m_abs", "{:.1f}"), _with_interval(s, "m", "{:.3f}"),
+            _with_interval(s, "q", "{:.2e}"), f"{s['q_resolution']:.1e}",
         )
     Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def _with_interval(s: dict, metric: str, fmt: str) -> str:
+    """``mean [low, high]`` (the mean alone when there is no interval), with
+    rich markup escaped."""
+    mean, low, high = s[metric + "_mean"], s[metric + "_ci_low"], s[metric + "_ci_high"]
+    if low != low:  # NaN: fewer than two instances
+        return fmt.format(mean)
+    return f"{fmt.format(mean)} \\[{fmt.format(low)}, {fmt.format(high)}]"
 
 
 def _fmt_key(v) -> str:

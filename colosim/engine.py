@@ -35,6 +35,7 @@ from .kernels.tiles import TILE, column_tiles
 from .kernels.vector_packing import GAUSS, pack_vector
 from .model.estimators import SCALAR, TaskStatistics, compute_statistics
 from .model.grid import GridPoint, observation_split
+from .model.intervals import row_q_interval
 from .model.metrics import Metrics, normalization
 
 #: A calibrated estimator's rho is searched in [CAL_RHO_MIN, CAL_RHO_MAX] by
@@ -159,7 +160,7 @@ def _calibrate(p: GridPoint, obs: Observations) -> Packing:
     def attempt(rho):
         packing = _pack_gaussian(p, a, b, z_of(rho))
         packing.calibrated_rho = rho
-        (counts,), _ = evaluate(layout, [packing.assign], [bin_capacities(p, packing)], [0])
+        (counts,), _, _ = evaluate(layout, [packing.assign], [bin_capacities(p, packing)], [0])
         return int(counts.sum()) / (packing.n_bins * k) <= target, packing
 
     ok, packing = attempt(CAL_RHO_MAX)
@@ -259,13 +260,14 @@ def lay_out(x: np.ndarray, first: int, stop: int) -> Layout:
     return Layout(*column_tiles(x, tile0, stop), tile0, stop)
 
 
-def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray], np.ndarray]:
+def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Violation counts of several packings of one instance: packing p
     (``assigns[p]``, bins numbered 0..m-1) is judged on columns
     ``[firsts[p], stop)``, each bin j against ``bin_caps[p][j]``.
 
-    Returns each packing's q_j per bin and its sum of ``(S - c) / c`` over
-    its violations (bins added in bin order). A set of tasks that several
+    Returns each packing's q_j per bin, its sum of ``(S - c) / c`` over
+    its violations (bins added in bin order), and its ``sum_t V_t^2`` with
+    ``V_t`` its number of violating bins in column t. A set of tasks that several
     packings share is summed once for all of them (SPEC §5).
     """
     P = len(assigns)
@@ -281,10 +283,10 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray
     stacked = np.empty((P, n), dtype=np.int64)
     for q, a in enumerate(assigns):
         stacked[q] = a
-    counts, severity = count_violations(
+    counts, severity, squares = count_violations(
         layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, np.array(sizes, dtype=np.int64), bin_cap,
         capacities, first_index.astype(np.int64), starts, streams.hash_keys(n))
-    return [counts[q, :m] for q, m in enumerate(sizes)], severity
+    return [counts[q, :m] for q, m in enumerate(sizes)], severity, squares
 
 
 def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint]) -> list[Metrics]:
@@ -297,12 +299,12 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     obs = Observations(x, y, points)
     packings = pack_points(points, obs)
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
-    counts, severity = evaluate(lay_out(x, min(firsts), R), [pk.assign for pk in packings],
+    counts, severity, squares = evaluate(lay_out(x, min(firsts), R), [pk.assign for pk in packings],
                                 [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
     means_sum = math.fsum(row_means(x).tolist())
     m_norms: dict[float, int] = {}
     out = []
-    for p, pk, first, c, sev in zip(points, packings, firsts, counts, severity):
+    for p, pk, first, c, sev, sq in zip(points, packings, firsts, counts, severity, squares):
         n_eval = R - first
         n_viol = int(c.sum())
         cbar = p.mean_capacity
@@ -317,6 +319,7 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
         out.append(Metrics(
             m_abs=pk.n_bins, m_norm=m_norms[cbar], m=pk.n_bins / m_norms[cbar], q=n_viol / (pk.n_bins * n_eval),
             q_max=int(c.max()) / n_eval, severity=float(sev) / n_viol if n_viol else 0.0,
+            q_ci=row_q_interval(pk.n_bins, n_eval, n_viol, int(sq)),
             oversize=int(np.count_nonzero(pk.standalone > type_caps[pk.bin_type[pk.assign]])),
             assign=pk.assign, counts=c, moves=pk.moves, bin_type=pk.bin_type,
             calibrated_rho=pk.calibrated_rho, m_abs_by_type=m_by, q_by_type=q_by,

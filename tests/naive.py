@@ -230,6 +230,18 @@ def violations_per_bin(evaluated, assign, bin_caps):
     return counts, excess
 
 
+def violations_per_column(evaluated, assign, bin_caps):
+    """V_t: the number of bins violating their capacity in each column."""
+    e = np.asarray(evaluated, dtype=np.float64)
+    per_column = np.zeros(e.shape[1], dtype=np.int64)
+    for j in range(assign.max() + 1):
+        s = np.zeros(e.shape[1])
+        for i in np.flatnonzero(assign == j):
+            s = s + e[i]
+        per_column += s > bin_caps[j]
+    return per_column
+
+
 def violations(evaluated, assign, capacity):
     return violations_per_bin(evaluated, assign, [capacity] * (int(assign.max()) + 1))
 

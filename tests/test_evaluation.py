@@ -39,10 +39,11 @@ def packings(draw, dtype=np.float32):
 
 def check(x, assigns, caps, firsts):
     R = x.shape[1]
-    got_counts, got_severity = evaluate(lay_out(x, min(firsts), R), assigns, caps, firsts)
-    for a, c, first, counts, sev in zip(assigns, caps, firsts, got_counts, got_severity):
+    got_counts, got_severity, got_squares = evaluate(lay_out(x, min(firsts), R), assigns, caps, firsts)
+    for a, c, first, counts, sev, sq in zip(assigns, caps, firsts, got_counts, got_severity, got_squares):
         want, excess = naive.violations_per_bin(x[:, first:], a, c)
         np.testing.assert_array_equal(counts, want)
+        assert sq == int((naive.violations_per_column(x[:, first:], a, c) ** 2).sum())
         if x.dtype == np.float64:  # float64 sums: the severity too is exact but for the order of its sum
             assert sev == pytest.approx(sum(excess), rel=1e-12, abs=1e-300)
         else:  # severity from float32 sums (SPEC §5 fixes only the counts)
@@ -77,7 +78,7 @@ def test_float32_sums_at_the_capacity_are_decided_in_float64(R, offset, cap, a, 
         c = np.nextafter(c, np.float32(np.inf) if offset > 0 else np.float32(0))
     x = np.stack([a, b, np.maximum(c, 0)] * 4)
     assign = np.repeat(np.arange(4), 3)
-    (counts,), _ = evaluate(lay_out(x, 0, R), [assign], [np.full(4, cap)], [0])
+    (counts,), _, _ = evaluate(lay_out(x, 0, R), [assign], [np.full(4, cap)], [0])
     want, _ = naive.violations(x, assign, cap)
     np.testing.assert_array_equal(counts, want)
 

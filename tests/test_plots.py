@@ -33,7 +33,7 @@ def make_row(instance, estimator, q, m_abs=28, m_norm=28, algorithm="best-fit", 
     return dict(instance=instance, estimator=estimator, algorithm=algorithm, capacity=capacity,
                 clairvoyance=clairvoyance, data=data, rebalance=rebalance, headroom=headroom,
                 m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm, q=q, q_max=min(1.0, 2 * q),
-                severity=0.01 if q else 0.0, oversize=0)
+                severity=0.01 if q else 0.0, oversize=0, q_ci_low=0.8 * q, q_ci_high=min(1.0, 1.2 * q + 1e-5))
 
 
 def full_table(instances=3, seed=0):
@@ -166,7 +166,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path):
         "range.csv": (good.replace(",0.02,", ",1.5,", 1), "line 3: q and q_max"),
         "spec.csv": (good.replace("gpa:0.01", "gpa:7", 1), "line 2"),
         "data.csv": (good.replace(",inst,", ",peak,", 1), "line 2: data"),
-        "short.csv": (good + "3,gpa:0.01,best-fit\n", "line 4: 3 values for 15 columns"),
+        "short.csv": (good + "3,gpa:0.01,best-fit\n", f"line 4: 3 values for {len(COLUMNS)} columns"),
     }
     for name, (text, message) in cases.items():
         (tmp_path / name).write_text(text)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..io.results import BASE_CASE
 from ..model.estimators import family, same_estimator
-from ..model.grid import observation_split
+from ..model.grid import evaluation_columns
 from .summary import rebalancing_gains
 
 PAPER_TASKS = 1000  # tasks per instance in the paper (Section 5.1)
@@ -64,11 +64,6 @@ def similar_frequencies(a: float, res_a: float, b: float, res_b: float) -> bool:
     if a < 3 * res_a and b < 3 * res_b:
         return True
     return a > 0 and b > 0 and 1 / 3 <= a / b <= 3
-
-
-def evaluation_columns(clairvoyance: float, realizations: int) -> int:
-    """|E| (SPEC §2)."""
-    return realizations - observation_split(clairvoyance, realizations)[1]
 
 
 def resolution(rows: list[dict], realizations: int) -> float:

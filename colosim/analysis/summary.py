@@ -1,31 +1,75 @@
-"""Summaries of a results table over instances, per grid point."""
+"""Summaries of a results table over instances, per grid point, with 95%
+confidence intervals of the means (:mod:`colosim.model.intervals`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..io.results import GRID_KEYS
+from ..io.results import GRID_KEYS, csv_text
 from ..model.estimators import family
+from ..model.grid import evaluation_columns
+from ..model.intervals import mean_interval, mean_q_interval
+
+#: The summarized metrics, each as ``_mean``, ``_ci_low``, ``_ci_high``.
+SUMMARY_METRICS = ("m_abs", "m", "q", "q_max")
+
+#: The columns of a summary table (``RESULTS.csv.summary.csv``).
+SUMMARY_COLUMNS = (*GRID_KEYS, "instances",
+                   *(f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "ci_low", "ci_high")),
+                   "q_resolution")
+
+_BOUNDS = {"m_abs": (1.0, np.inf), "m": (0.0, np.inf), "q_max": (0.0, 1.0)}
 
 
-def summarize(rows: list[dict]) -> list[dict]:
-    """Mean and quartiles (NumPy's linear percentiles) of m_abs, m and q over
-    instances, per grid point, in the order the grid points first appear."""
+def group_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """Rows per grid point (the grid keys' values), in the order the grid
+    points first appear."""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in GRID_KEYS), []).append(r)
-    out = []
-    for key, rs in groups.items():
-        entry = dict(zip(GRID_KEYS, key))
-        entry["instances"] = len(rs)
-        for metric in ("m_abs", "m", "q"):
-            v = np.array([r[metric] for r in rs], dtype=np.float64)
-            entry[metric + "_mean"] = float(v.mean())
-            entry[metric + "_q1"], entry[metric + "_median"], entry[metric + "_q3"] = (
-                float(x) for x in np.percentile(v, [25, 50, 75])
-            )
-        out.append(entry)
-    return out
+    return groups
+
+
+def trials(rows: list[dict], realizations: int) -> int:
+    """``sum over rows of m_abs × |E|``: the bin × column trials behind the
+    rows' q (its inverse is the resolution of SPEC §12)."""
+    return sum(r["m_abs"] * evaluation_columns(r["clairvoyance"], realizations) for r in rows)
+
+
+def summarize_point(rs: list[dict], realizations: int) -> dict:
+    """Mean and 95% interval over instances of m_abs, m, q and q_max for the
+    rows of one grid point; the interval of q by
+    :func:`~colosim.model.intervals.mean_q_interval`, the others by
+    Student's t. Intervals are NaN with fewer than two instances."""
+    entry = {k: rs[0][k] for k in GRID_KEYS}
+    entry["instances"] = len(rs)
+    n_trials = trials(rs, realizations)
+    for metric in SUMMARY_METRICS:
+        v = np.array([r[metric] for r in rs], dtype=np.float64)
+        if metric == "q":
+            low, high = mean_q_interval(v, n_trials)
+        else:
+            low, high = mean_interval(v, bounds=_BOUNDS[metric])
+        entry[metric + "_mean"] = float(v.mean())
+        entry[metric + "_ci_low"], entry[metric + "_ci_high"] = low, high
+    entry["q_resolution"] = 1.0 / n_trials
+    return entry
+
+
+def summarize(rows: list[dict], realizations: int) -> list[dict]:
+    """:func:`summarize_point` for every grid point of a results table of a
+    store with ``realizations`` columns, in the order the points first
+    appear."""
+    return [summarize_point(rs, realizations) for rs in group_rows(rows).values()]
+
+
+def summary_text(summary: list[dict]) -> str:
+    """A summary as CSV text (:data:`SUMMARY_COLUMNS`; grid keys written as
+    in the results table, an undefined interval as an empty cell)."""
+    def cell(v):
+        return None if isinstance(v, float) and np.isnan(v) else v
+
+    return csv_text([tuple(cell(s[c]) for c in SUMMARY_COLUMNS) for s in summary], SUMMARY_COLUMNS)
 
 
 def rebalancing_gains(rows: list[dict]) -> dict[tuple, np.ndarray]:

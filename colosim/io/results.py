@@ -4,7 +4,7 @@ sidecar metadata file with the fingerprint of what made the results.
 
 A results table has a header row and one row per instance × grid point:
 ``instance``, the grid keys (:data:`GRID_KEYS`, in this order), the metrics
-(:data:`METRICS`), then the extra columns (:data:`EXTRA_COLUMNS`) that some
+(:data:`METRICS`), the interval of q (:data:`INTERVALS`), then the extra columns (:data:`EXTRA_COLUMNS`) that some
 grid points report, when the grid has such a point. Beside ``NAME.csv``,
 ``NAME.csv.json`` records the fingerprint, provenance and versions.
 """
@@ -26,6 +26,9 @@ from ..errors import InputError
 from .atomic import write_text_atomic
 
 RESULTS_FORMAT = "colosim-results"
+#: The version of the table's columns; a sweep's fingerprint includes it, so
+#: results of another version are never taken as up to date.
+RESULTS_SCHEMA = 2
 
 #: The grid keys in column order (SPEC §5), each with its default: the one
 #: place they are declared. The defaults are the paper's base case.
@@ -46,16 +49,20 @@ BASE_CASE = {k: v for k, v in GRID_KEYS.items() if k != "estimator"}
 #: The metrics of every row (SPEC §5), in column order.
 METRICS = ("m_abs", "m_norm", "m", "q", "q_max", "severity", "oversize")
 
-#: Columns after the metrics, present when a grid point reports them
+#: The 95% interval of each row's q from its evaluation columns
+#: (:func:`colosim.model.intervals.row_q_interval`), after the metrics.
+INTERVALS = ("q_ci_low", "q_ci_high")
+
+#: Columns after the intervals, present when a grid point reports them
 #: (docs/estimators.md): the rho a calibrated estimator chose (empty for
 #: other rows); bins and violation frequency per machine type of a fleet
 #: (``;``-separated, in the fleet's order; empty for other rows).
 EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type")
 
-COLUMNS = ("instance", *GRID_KEYS, *METRICS)
+COLUMNS = ("instance", *GRID_KEYS, *METRICS, *INTERVALS)
 
 _INTS = ("instance", "m_abs", "m_norm", "oversize")
-_FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity")
+_FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS)
 _SPEC = re.compile(r"^\s*[A-Za-z][A-Za-z-]*\s*(:\s*\S+?\s*)?$")
 
 
@@ -112,6 +119,9 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             names = next(reader, None)
+            if names is not None and tuple(names) == COLUMNS[: -len(INTERVALS)]:
+                raise InputError(f"{path}: a results table of an earlier colosim (no q_ci_low, q_ci_high "
+                                 "columns); run its sweep again with --force")
             if names is None or tuple(names[: len(COLUMNS)]) != COLUMNS:
                 raise InputError(f"{path}: not a colosim results table (unexpected header)")
             extra = tuple(names[len(COLUMNS):])
@@ -174,7 +184,7 @@ def _row_problem(r: dict) -> str | None:
     """What is wrong with a typed row, or None."""
     if not _SPEC.match(r["estimator"]):
         return f"estimator {r['estimator']!r} is not an estimator spec (NAME or NAME:PARAM)"
-    for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity"):
+    for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS):
         if not math.isfinite(r[key]):
             return f"{key} is not a finite number"
     if isinstance(r["capacity"], float) and not (math.isfinite(r["capacity"]) and r["capacity"] > 0):
@@ -183,6 +193,8 @@ def _row_problem(r: dict) -> str | None:
         return "clairvoyance and headroom must lie in (0, 1]"
     if not (0.0 <= r["q"] <= 1.0 and 0.0 <= r["q_max"] <= 1.0):
         return "q and q_max must lie in [0, 1]"
+    if not (0.0 <= r["q_ci_low"] <= r["q"] <= r["q_ci_high"] <= 1.0):
+        return "q_ci_low <= q <= q_ci_high must hold, within [0, 1]"
     if r["m_abs"] < 1 or r["m_norm"] < 1 or r["instance"] < 0:
         return "m_abs and m_norm must be >= 1, instance >= 0"
     if r["severity"] < 0 or r["oversize"] < 0:
@@ -207,6 +219,12 @@ def meta_path(results: Path) -> Path:
     """``NAME.csv.json`` beside ``NAME.csv``."""
     results = Path(results)
     return results.with_name(results.name + ".json")
+
+
+def summary_path(results: Path) -> Path:
+    """``NAME.csv.summary.csv`` beside ``NAME.csv``: one row per grid point."""
+    results = Path(results)
+    return results.with_name(results.name + ".summary.csv")
 
 
 def fingerprint(payload) -> str:

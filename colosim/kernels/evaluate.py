@@ -190,8 +190,25 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
 
 
 @jit
+def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
+    """The columns of ``[lo, w)`` that violate ``c`` (as :func:`_tally`
+    decides them) as bits of ``hits[0]`` (columns 0-63 of the tile) and
+    ``hits[1]`` (64-127). Only called for a tile with a violation."""
+    for t in range(lo, w):
+        v = acc[t]
+        hit = v >= above
+        if not hit and v >= below:
+            exact = 0.0
+            for s in range(a, b):
+                exact += np.float64(block[members[s], t])
+            hit = exact > c
+        if hit:
+            hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+
+
+@jit
 def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
-                   capacities, error_scale, counts, severity):
+                   capacities, error_scale, counts, severity, hits):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
     tile are ``acc``, for each of its triples ``triples[t0:t1]``, and add
     their summed ``(S - c) / c`` to ``severity``.
@@ -201,6 +218,9 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
     recomputed in float64 in ascending position, so the counts are exactly
     those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums, and
     a violation is S > c (S == c is not one).
+
+    The violating columns of the tile are recorded as bits of
+    ``hits[q]`` (two words per triple), for the per-column counts.
     """
     for k in range(t0, t1):
         q = triples[k]
@@ -212,11 +232,15 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             # float32 thresholds, so that the first pass compares float32
             # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
-            count, excess = _tally(acc, part, lo, w, c, np.float32(c + tol), np.float32(c - tol),
-                                   block, members, a, b)
+            above, below = np.float32(c + tol), np.float32(c - tol)
+            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b)
+            if count:
+                _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits[q])
         else:
             above = np.nextafter(c, np.inf)
             count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b)
+            if count:
+                _hit_mask(acc, lo, w, c, above, above, block, members, a, b, hits[q])
         if count:
             counts[q] += count
             severity[q] += excess / c
@@ -229,6 +253,9 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     ``[start, stop)`` with ``sum_{i in bin} x[i, t] > capacity``, and the
     sum of ``(S - c) / c`` over them. ``tiles`` holds the columns from
     ``tile0 * TILE`` on (global tile ``tile`` is ``tiles[tile - tile0]``).
+
+    Also returns ``hits`` (tiles, triples, 2) uint64: the violating columns
+    of each triple in each tile as bits.
 
     The chunks are fixed by ``stop`` alone (global tiles split evenly), so
     the order in which a triple's severity is added does not depend on which
@@ -264,6 +291,9 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
 
     chunk_counts = np.zeros((CHUNKS, n_triples), dtype=np.int64)
     chunk_severity = np.zeros((CHUNKS, n_triples))
+    # violating columns, two 64-bit words per (tile, triple): chunks own
+    # disjoint tiles, so they never write the same word
+    hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
         part = np.empty(TILE)
@@ -297,14 +327,53 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                 # order; twice that, to be safe
                 _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
                                triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
-                               counts_here, severity_here)
+                               counts_here, severity_here, hits[tile - tile0])
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
     for chunk in range(CHUNKS):
         for q in range(n_triples):
             counts[q] += chunk_counts[chunk, q]
             severity[q] += chunk_severity[chunk, q]
-    return counts, severity
+    return counts, severity, hits
+
+
+@pjit
+def _column_squares(hits, bin_triple, n_bins, counts):
+    """For each packing p, ``sum_t V_t^2`` over its evaluation columns, with
+    ``V_t`` the number of its bins that violate their capacity in column t:
+    with ``sum_t V_t = sum_j q_j`` it gives the spread of the per-column
+    counts (SPEC §5's evaluation columns are independent realizations)."""
+    P = n_bins.shape[0]
+    out = np.zeros(P, dtype=np.int64)
+    for p in prange(P):
+        violating = np.empty(n_bins[p], dtype=np.int64)
+        nv = 0
+        for j in range(n_bins[p]):
+            q = bin_triple[p, j]
+            if counts[q] > 0:
+                violating[nv] = q
+                nv += 1
+        if nv == 0:
+            continue
+        per_column = np.zeros(2 * 64, dtype=np.int64)
+        total = np.int64(0)
+        for tile in range(hits.shape[0]):
+            any_hit = False
+            for s in range(nv):
+                q = violating[s]
+                for word in range(2):
+                    bits = hits[tile, q, word]
+                    if bits:
+                        any_hit = True
+                        for t in range(64):
+                            if (bits >> np.uint64(t)) & np.uint64(1):
+                                per_column[word * 64 + t] += 1
+            if any_hit:
+                for t in range(2 * 64):
+                    total += per_column[t] * per_column[t]
+                    per_column[t] = 0
+        out[p] = total
+    return out
 
 
 @jit
@@ -326,11 +395,13 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     counts : (P, max m) int64, q_j of bin j of packing p (0 past its bins)
     severity : (P,) float64, the sum over its violations of ``(S - c) / c``,
         the bins' contributions added in bin order
+    squares : (P,) int64, ``sum_t V_t^2`` with ``V_t`` the number of
+        packing p's bins that violate in evaluation column t
     """
     members, ustart, triple_bin, triple_cap, triple_first, bin_triple = _deduplicate(
         assigns, n_bins, bin_cap, capacities.shape[0], first_index, starts.shape[0], keys)
     roundoff = 2.0**-24 if tiles.itemsize == 4 else 0.0
-    counts, severity = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
+    counts, severity, hits = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
                                           starts[triple_first], capacities, roundoff)
     P = assigns.shape[0]
     out_counts = np.zeros(bin_triple.shape, dtype=np.int64)
@@ -342,4 +413,4 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
             out_counts[p, j] = counts[q]
             sev += severity[q]
         out_severity[p] = sev
-    return out_counts, out_severity
+    return out_counts, out_severity, _column_squares(hits, bin_triple, n_bins, counts)

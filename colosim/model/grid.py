@@ -147,6 +147,11 @@ def observation_split(clairvoyance: float, n_realizations: int) -> tuple[int, in
     return k, k
 
 
+def evaluation_columns(clairvoyance: float, n_realizations: int) -> int:
+    """|E| (SPEC §2)."""
+    return n_realizations - observation_split(clairvoyance, n_realizations)[1]
+
+
 def extra_columns(points) -> tuple[str, ...]:
     """The extra results columns a grid's points report: ``calibrated_rho``
     when a point's estimator is calibrated, ``m_abs_by_type`` and

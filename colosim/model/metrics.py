@@ -19,7 +19,9 @@ class Metrics:
     bin's machine type (all 0 for a single capacity); ``calibrated_rho``
     the rho a calibrated estimator chose (None otherwise);
     ``m_abs_by_type`` and ``q_by_type`` the bins and violation frequency
-    per machine type of a fleet (empty otherwise).
+    per machine type of a fleet (empty otherwise). ``q_ci`` is the 95%
+    interval of q from the evaluation columns
+    (:func:`colosim.model.intervals.row_q_interval`).
     """
 
     m_abs: int
@@ -29,6 +31,7 @@ class Metrics:
     q_max: float
     severity: float
     oversize: int
+    q_ci: tuple[float, float]
     assign: np.ndarray = field(repr=False)
     counts: np.ndarray = field(repr=False)
     moves: int = 0
@@ -40,7 +43,21 @@ class Metrics:
     def row(self, extra: tuple[str, ...] = ()) -> tuple:
         """The metrics, then the ``extra`` columns, as the results table
         holds them."""
-        return tuple(getattr(self, k) for k in METRICS) + tuple(getattr(self, c) for c in extra)
+        return (tuple(getattr(self, k) for k in METRICS) + self.q_ci
+                + tuple(getattr(self, c) for c in extra))
+
+    @property
+    def q_ci_low(self) -> float:
+        return self.q_ci[0]
+
+    @property
+    def q_ci_high(self) -> float:
+        return self.q_ci[1]
+
+    def machines_within(self, target: float, columns: int) -> float:
+        """The share of bins whose own violation frequency ``q_j / |E|``
+        (``columns`` = |E|) is at most ``target``."""
+        return float(np.count_nonzero(self.counts / columns <= target)) / self.counts.size
 
 
 def normalization(means_sum: float, capacity: float) -> int:

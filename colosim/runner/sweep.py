@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import streams
 from .._version import __version__
+from ..analysis.summary import summarize, summary_text
 from ..config import CONFIG_SCHEMA, SweepConfig, load_config
 from ..engine import instance_metrics
 from ..errors import InputError
@@ -40,10 +41,16 @@ from . import backends
 
 @dataclass
 class SweepResult:
+    """A sweep's rows, where they are, how long they took (0 when nothing
+    was computed), and their summary per grid point with 95% intervals
+    (:func:`colosim.analysis.summary.summarize`), written beside them."""
+
     rows: list[dict]
     out: Path
     elapsed: float
     computed: bool
+    summary: list[dict]
+    realizations: int
 
 
 class Interrupted(Exception):
@@ -109,7 +116,8 @@ def fingerprint(config: SweepConfig, store: Store) -> str:
     store's identity (shape, seed, sampling, source with its checksum)."""
     identity = {"shape": list(store.x.shape),
                 "attrs": {k: v for k, v in store.attrs.items() if k != "colosim_version"}}
-    return results.fingerprint({"config": config.fingerprint(), "store": identity})
+    return results.fingerprint({"config": config.fingerprint(), "store": identity,
+                                "results_schema": results.RESULTS_SCHEMA})
 
 
 def read_results(path) -> list[dict]:
@@ -167,7 +175,9 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
     with open_store(store_path) as store:
         fp = fingerprint(config, store)
         if results.finished(out, fp) and not force:
-            return SweepResult(read_results(out), out, 0.0, computed=False)
+            rows = read_results(out)
+            return SweepResult(rows, out, 0.0, False, _write_summary(out, rows, store.n_realizations),
+                               store.n_realizations)
         if out.exists() and not force:
             raise _refusal(out)
         check_against_store(config, store)
@@ -209,12 +219,22 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
             "store": str(store.path),
             "store_attrs": store.attrs,
             "rows": len(rows),
+            "realizations": store.n_realizations,
             "elapsed_seconds": round(elapsed, 3),
             "colosim_version": __version__,
             "numpy_version": np.__version__,
         })
         checkpoints.remove(parts)
-    return SweepResult(rows, out, elapsed, computed=True)
+        summary = _write_summary(out, rows, store.n_realizations)
+    return SweepResult(rows, out, elapsed, True, summary, store.n_realizations)
+
+
+def _write_summary(out: Path, rows: list[dict], realizations: int) -> list[dict]:
+    """The summary per grid point, written to ``OUT.summary.csv`` (a pure
+    function of the rows, so rewriting it is always safe)."""
+    summary = summarize(rows, realizations)
+    write_text_atomic(results.summary_path(out), summary_text(summary))
+    return summary
 
 
 def sweep_file(config_path, *, out=None, force: bool = False, progress: Progress = no_progress,

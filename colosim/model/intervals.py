@@ -1,0 +1,111 @@
+"""Confidence intervals of what colosim reports (docs/spec.md, "Intervals").
+
+Two kinds of number need one:
+
+- **A violation frequency** (a proportion of bin × column trials, often
+  tiny or zero): the Korn–Graubard interval (Korn & Graubard 1998), a
+  Clopper–Pearson interval on the *effective* number of trials. The
+  estimate's variance comes from independent units — the evaluation
+  columns of one instance (:func:`row_q_interval`), or the instances of a
+  grid point (:func:`mean_q_interval`) — so that correlation between the
+  trials of one unit (bins sharing a time window, tasks shared by instances)
+  widens the interval instead of being assumed away. The effective number
+  is ``p(1 - p) / variance``, never more than the real number of trials
+  (so the interval is never narrower than Clopper–Pearson on independent
+  trials), and it is scaled by ``(z / t_df)^2`` for the units' degrees of
+  freedom, which widens the interval when the units are few. With no
+  violation at all the interval is ``[0, upper]``: an upper bound.
+- **A mean over instances** of anything else (m_abs, m, q_max): Student's
+  t interval.
+
+All are two-sided at :data:`LEVEL` and deterministic: no resampling, no
+seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+#: The confidence level of every interval colosim reports.
+LEVEL = 0.95
+
+
+def _t_ratio(df: float, level: float) -> float:
+    """``(z / t_df)^2`` at two-sided ``level`` (1 for infinite df)."""
+    if math.isinf(df):
+        return 1.0
+    tail = 0.5 + level / 2
+    return (stats.norm.ppf(tail) / stats.t.ppf(tail, df)) ** 2
+
+
+def proportion_interval(p: float, variance: float, trials: float, df: float,
+                        level: float = LEVEL) -> tuple[float, float]:
+    """Korn–Graubard interval of a proportion ``p`` estimated from
+    ``trials`` trials with this estimated ``variance`` and ``df`` degrees of
+    freedom of the variance estimate. ``(0, 1)`` when it cannot be told
+    (no trials, or df < 1)."""
+    if not trials > 0 or not df >= 1:
+        return 0.0, 1.0
+    p = min(max(p, 0.0), 1.0)
+    n = float(trials)
+    if 0.0 < p < 1.0 and variance > 0:
+        n = min(n, p * (1.0 - p) / variance)
+    n *= _t_ratio(df, level)
+    x = p * n
+    alpha = 1.0 - level
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, n - x + 1))
+    high = 1.0 if x >= n else float(stats.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return low, high
+
+
+def row_q_interval(m_abs: int, columns: int, violations: int, squares: int,
+                   level: float = LEVEL) -> tuple[float, float]:
+    """Interval of one instance's q (SPEC §5) from its evaluation columns.
+
+    ``violations = sum_t V_t`` and ``squares = sum_t V_t^2``, with ``V_t``
+    the number of the packing's ``m_abs`` bins that violate in column t of
+    the ``columns`` evaluation columns: the columns are independent
+    realizations, so the per-column rates ``V_t / m_abs`` are independent
+    and their sample variance gives the variance of q."""
+    E = columns
+    if E < 2:
+        return 0.0, 1.0
+    m = float(m_abs)
+    q = violations / (m * E)
+    var_rate = max(0.0, (squares / (m * m) - E * q * q) / (E - 1))  # sample variance of V_t / m
+    return proportion_interval(q, var_rate / E, m * E, E - 1, level)
+
+
+def mean_q_interval(q: np.ndarray, trials: float, level: float = LEVEL) -> tuple[float, float]:
+    """Interval of the mean of the instances' ``q`` (one value per
+    instance); ``trials`` is the sum over instances of ``m_abs × |E|``.
+    ``(nan, nan)`` with fewer than two instances."""
+    q = np.asarray(q, dtype=np.float64)
+    K = q.size
+    if K < 2:
+        return math.nan, math.nan
+    return proportion_interval(float(q.mean()), float(q.var(ddof=1)) / K, trials, K - 1, level)
+
+
+def mean_interval(values: np.ndarray, level: float = LEVEL,
+                  bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float]:
+    """Student's t interval of the mean of ``values``, clipped to
+    ``bounds``; ``(nan, nan)`` with fewer than two values."""
+    v = np.asarray(values, dtype=np.float64)
+    K = v.size
+    if K < 2:
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + level / 2, K - 1)) * float(v.std(ddof=1)) / math.sqrt(K)
+    mean = float(v.mean())
+    return max(bounds[0], mean - half), min(bounds[1], mean + half)
+
+
+def mean_difference_interval(a: np.ndarray, b: np.ndarray, level: float = LEVEL) -> tuple[float, float, float]:
+    """Mean of the paired differences ``b - a`` and its Student's t
+    interval (``nan`` bounds with fewer than two pairs)."""
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    low, high = mean_interval(d, level)
+    return float(d.mean()) if d.size else math.nan, low, high
