@@ -173,6 +173,55 @@ def _fmt_key(v) -> str:
 
 
 @app.command()
+def plan(
+    config: Path = typer.Argument(..., help="Plan config (TOML): source, instances, one value of each grid key."),
+    slo: float = typer.Option(..., "--slo", help="The SLO s in (0, 1): violations at most 1 - s, e.g. 0.99."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for plan.csv, frontier.png and the cache."),
+    per_machine: bool = typer.Option(False, "--per-machine",
+                                     help="Hold the SLO on every machine (q_max), not fleet-wide (q)."),
+    force: bool = typer.Option(False, "--force", help="Replace a plan of another config or SLO at --out."),
+) -> None:
+    """The cheapest estimator of every family that meets an SLO.
+
+    Searches each family's parameter on the first half of the instances,
+    checks the choice on the other half, and writes OUT/plan.csv (cheapest
+    meeting family first) and OUT/frontier.png. Evaluations are kept in OUT
+    and reused by later plans of the same config.
+    """
+    from .runner.plan import answer, plan_file
+
+    with _progress() as progress, parameters_as({"slo": "--slo"}):
+        result = plan_file(config, slo, out, per_machine=per_machine, force=force, progress=progress)
+    _print_plan(result)
+    typer.echo(answer(result))
+    typer.echo(f"wrote {result.out / 'plan.csv'} and {result.out / 'frontier.png'} "
+               f"({result.computed} evaluations computed, the rest reused)", err=True)
+
+
+def _print_plan(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    per = 1000 / result.tasks
+    metric = "q_max" if result.per_machine else "q"
+    view = "on every machine (q_max)" if result.per_machine else "fleet-wide (q)"
+    table = Table(title=f"SLO {result.slo:g} {view}: target {result.target:.3g}; trained on {result.training}, "
+                        f"checked on {result.held_out} held-out instances; mean \\[95% interval]",
+                  title_justify="left")
+    for name in ("family", "estimator", "machines / 1,000 tasks", "q", "q_max", "machines within", "meets"):
+        table.add_column(name, justify="left" if name in ("family", "estimator") else "right")
+    for f in result.families:
+        s = f.held_out
+        table.add_row(
+            f.family, f.chosen.estimator + (f" h={f.chosen.headroom:g}" if f.family == "max" else ""),
+            f"{s['m_abs_mean'] * per:.1f} \\[{s['m_abs_ci_low'] * per:.1f}, {s['m_abs_ci_high'] * per:.1f}]",
+            f"{s['q_mean']:.2e} \\[{s['q_ci_low']:.1e}, {s['q_ci_high']:.1e}]",
+            f"{s['q_max_mean']:.2e}" + (f" (≤ {s['q_max_ci_high']:.1e})" if metric == "q_max" else ""),
+            f"{s['machines_share_meeting']:.1%}", "yes" if f.meets else "no")
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+@app.command()
 def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5)."),
     tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),

@@ -155,8 +155,9 @@ class SweepConfig:
         })
 
 
-def load_config(path) -> SweepConfig:
-    """Read and validate a sweep config."""
+def load_config(path, *, grid_required: bool = True) -> SweepConfig:
+    """Read and validate a sweep config (a plan config may leave out
+    ``[grid]``: every key at its default)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -170,11 +171,13 @@ def load_config(path) -> SweepConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: invalid TOML ({exc})") from None
-    return parse_config(raw, path)
+    return parse_config(raw, path, grid_required=grid_required)
 
 
-def parse_config(raw: dict, path: Path) -> SweepConfig:
+def parse_config(raw: dict, path: Path, *, grid_required: bool = True) -> SweepConfig:
     _keys(raw, {"source", "instances", "grid", "output"}, path, "")
+    if not grid_required:
+        raw = {"grid": {}, **raw}
     for table in ("source", "instances", "grid"):
         if table not in raw:
             raise InputError(f"{path}: missing table [{table}]")

@@ -18,7 +18,7 @@ SUMMARY_COLUMNS = (*GRID_KEYS, "instances",
                    *(f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "ci_low", "ci_high")),
                    "q_resolution")
 
-_BOUNDS = {"m_abs": (1.0, np.inf), "m": (0.0, np.inf), "q_max": (0.0, 1.0)}
+_BOUNDS = {"m_abs": (1.0, np.inf), "m": (0.0, np.inf)}
 
 
 def group_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
@@ -38,16 +38,20 @@ def trials(rows: list[dict], realizations: int) -> int:
 
 def summarize_point(rs: list[dict], realizations: int) -> dict:
     """Mean and 95% interval over instances of m_abs, m, q and q_max for the
-    rows of one grid point; the interval of q by
-    :func:`~colosim.model.intervals.mean_q_interval`, the others by
+    rows of one grid point; the intervals of q (over ``m_abs × |E|`` trials
+    per instance) and of q_max (one machine's ``|E|`` trials per instance)
+    by :func:`~colosim.model.intervals.mean_q_interval`, the others by
     Student's t. Intervals are NaN with fewer than two instances."""
     entry = {k: rs[0][k] for k in GRID_KEYS}
     entry["instances"] = len(rs)
     n_trials = trials(rs, realizations)
+    columns = sum(evaluation_columns(r["clairvoyance"], realizations) for r in rs)
     for metric in SUMMARY_METRICS:
         v = np.array([r[metric] for r in rs], dtype=np.float64)
         if metric == "q":
             low, high = mean_q_interval(v, n_trials)
+        elif metric == "q_max":  # one machine's frequency over |E| columns per instance
+            low, high = mean_q_interval(v, columns)
         else:
             low, high = mean_interval(v, bounds=_BOUNDS[metric])
         entry[metric + "_mean"] = float(v.mean())
