@@ -264,3 +264,27 @@ def test_equal_configs_written_differently_have_one_fingerprint(tmp_path):
                                  name="c.toml"))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
     assert a.points == b.points
+
+
+def test_sweep_writes_a_summary_per_grid_point_and_refuses_older_results(workdir):
+    from colosim.analysis.summary import SUMMARY_COLUMNS, summarize
+    from colosim.io.results import summary_path
+    from colosim.runner.sweep import read_results
+
+    res = invoke("sweep", "sweep.toml", "--out", "r.csv")
+    assert res.exit_code == 0, res.output
+    assert "95% interval" in res.output and "q resolution" in res.output
+    with open(summary_path(Path("r.csv")), newline="") as fh:
+        summary = list(csv.DictReader(fh))
+    assert tuple(summary[0]) == SUMMARY_COLUMNS and len(summary) == 4 * 2 * 2 * 2 * 2
+    want = summarize(read_results("r.csv"), 400)
+    for got, w in zip(summary, want):
+        assert got["estimator"] == w["estimator"] and int(got["instances"]) == 3
+        for c in ("m_abs_mean", "m_abs_ci_low", "q_mean", "q_ci_low", "q_ci_high", "q_max_ci_high"):
+            assert float(got[c]) == w[c]
+        assert float(got["q_ci_low"]) <= float(got["q_mean"]) <= float(got["q_ci_high"])
+    # results of an earlier results schema are not taken for finished ones
+    meta = json.loads(Path("r.csv.json").read_text())
+    Path("r.csv.json").write_text(json.dumps(dict(meta, results_schema=1, fingerprint="of an older schema")))
+    again = invoke("sweep", "sweep.toml", "--out", "r.csv")
+    assert again.exit_code == 2 and "earlier colosim (results schema 1)" in again.output

@@ -157,6 +157,8 @@ def _refusal(out: Path) -> InputError:
     why = "holds results of another config or store, or of an unfinished run"
     if meta is not None and meta.get("config_schema") != CONFIG_SCHEMA:
         why = f"holds results of an earlier colosim (config schema {meta.get('config_schema', 1)})"
+    elif meta is not None and meta.get("results_schema", 1) != results.RESULTS_SCHEMA:
+        why = f"holds results of an earlier colosim (results schema {meta.get('results_schema', 1)})"
     return InputError(f"{out}: {why}; pass --force to replace them, or choose another --out")
 
 
@@ -215,6 +217,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
             "complete": True,
             "config": str(config.path),
             "config_schema": CONFIG_SCHEMA,
+            "results_schema": results.RESULTS_SCHEMA,
             "fingerprint": fp,
             "store": str(store.path),
             "store_attrs": store.attrs,
