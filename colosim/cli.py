@@ -488,6 +488,51 @@ def reproduce(
 
 # ----------------------------------------------------------- synth-trace ---
 
+@app.command()
+def compare(
+    a: Path = typer.Argument(..., help="Results CSV A (before the change)."),
+    b: Path = typer.Argument(..., help="Results CSV B (after it): the same grid, instances and store as A."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the comparison as CSV to this file."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out (never an input)."),
+) -> None:
+    """Did the change help? Per grid point, the mean over instances of the paired differences B - A
+    of m and q with their 95% intervals, and which table is better (lower) at 95%."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .analysis.compare import compare_files, comparison_text
+    from .io.atomic import write_text_atomic
+    from .io.results import GRID_KEYS, meta_path
+
+    if out is not None:
+        for path in (a, b, meta_path(a), meta_path(b)):
+            if out.resolve() == path.resolve():
+                raise InputError(f"--out {out}: is the input {path}; choose another file")
+        if out.is_dir():
+            raise InputError(f"--out {out}: is a directory")
+        if out.exists() and not force:
+            raise InputError(f"--out {out}: exists; pass --force to replace it")
+    comparison = compare_files(a, b)
+    varying = [k for k in GRID_KEYS if len({str(c[k]) for c in comparison}) > 1] or ["estimator"]
+    fixed = [f"{k} = {_fmt_key(comparison[0][k])}" for k in GRID_KEYS if k not in varying]
+    title = (f"B - A (A = {escape(str(a))}, B = {escape(str(b))}): mean \\[95% interval] of the paired "
+             "differences over instances; lower is better" + (f"; {', '.join(fixed)}" if fixed else ""))
+    table = Table(title=title, title_justify="left")
+    for k in varying:
+        table.add_column(k, justify="left" if isinstance(comparison[0][k], str) else "right")
+    for name in ("n", "Δm", "m", "Δq", "q"):
+        table.add_column(name, justify="right" if name.startswith("Δ") or name == "n" else "left")
+    for c in comparison:
+        table.add_row(*(_fmt_key(c[k]) for k in varying), str(c["instances"]),
+                      _with_interval(c, "dm", "{:+.4f}"), c["m_verdict"],
+                      _with_interval(c, "dq", "{:+.2e}"), c["q_verdict"])
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    if out is not None:
+        write_text_atomic(out, comparison_text(comparison))
+        typer.echo(f"wrote {out} ({len(comparison)} grid points)", err=True)
+
+
 @app.command("synth-trace")
 def synth_trace_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Folder to create (must not exist, or be empty)."),

@@ -1,14 +1,17 @@
 """Section 5 figures: selection from the grid, paired rebalancing gains, the
-q = 0 floor, files written, and bad input through `colosim plot`."""
+q = 0 floor, the 95% intervals of the means, files written, and bad input
+through `colosim plot`."""
 
+import dataclasses
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from colosim.analysis.summary import rebalancing_gains
+from colosim.analysis.summary import rebalancing_gains, summarize_point
 from colosim.cli import app
 from colosim.figures import results as result_figures
 from colosim.figures.results import (
@@ -189,3 +192,85 @@ def test_failed_plot_keeps_existing_figures(tmp_path, drawn):
     (tmp_path / "bad.csv").write_text("not,a,table\n")
     res = runner.invoke(app, ["plot", str(tmp_path / "bad.csv"), "--out", str(target)])
     assert res.exit_code == 2 and keep.read_bytes() == b"old"
+
+
+def errorbars(ax):
+    from matplotlib.container import ErrorbarContainer
+
+    return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+
+
+def y_segment(container):
+    """(low, high) of an error-bar container's vertical bar."""
+    [(x0, y0), (x1, y1)] = container.lines[2][-1].get_segments()[0]
+    assert x0 == x1
+    return y0, y1
+
+
+def test_figures_draw_the_interval_of_the_mean():
+    rows = full_table(instances=4)
+    # Figure 7: one marker per estimator, with m's and q's 95% interval
+    ax = result_figures.draw_fig7(rows, realizations=1000).axes[0]
+    bars = errorbars(ax)
+    assert len(bars) == len(LEVELS) and all(b.has_xerr and b.has_yerr for b in bars)
+    assert "mean and 95% interval over instances" in ax.get_title()
+    # the bar is the interval of summarize_point, not a quartile range
+    base = [r for r in select(rows) if r["estimator"] == "gpa:0.1"]
+    s = summarize_point(base, 1000)
+    [gpa] = [b for b in bars if b.get_label() == "GPA ρ=0.1"]
+    np.testing.assert_allclose(y_segment(gpa), (s["q_ci_low"], s["q_ci_high"]))
+    # without a realization count: m's interval only
+    ax = result_figures.draw_fig7(rows).axes[0]
+    assert not any(b.has_yerr for b in errorbars(ax)) and all(b.has_xerr for b in errorbars(ax))
+    assert "realization count unknown" in ax.get_title()
+    # box figures: one interval per box; Figure 10 draws 6 estimators x 2 data x 2 headrooms
+    fig = result_figures.draw_fig10(rows, realizations=1000)
+    assert [len(errorbars(ax)) for ax in fig.axes] == [2 * len(LEVELS)] * 2
+    assert all(b.has_yerr for ax in fig.axes for b in errorbars(ax))
+    assert "95% interval" in fig.get_suptitle()
+    fig = result_figures.draw_fig11(rows, realizations=1000)
+    assert sum(len(errorbars(ax)) for ax in fig.axes) == 2 * 2 * len(LEVELS)  # rebalance x capacity x estimator
+    fig = result_figures.draw_fig12(rows, realizations=1000)
+    assert [len(errorbars(ax)) for ax in fig.axes] == [2] * len(LEVELS)
+    ax = result_figures.draw_fig9(rows, realizations=1000).axes[0]
+    assert len(errorbars(ax)) == 2 and all(b.has_yerr for b in errorbars(ax))  # gpa:0.1 and gpa:0.001
+    # Figure 13: Student's t interval of the mean gain (no realization count needed)
+    fig = result_figures.draw_fig13(rows)
+    assert all(b.has_yerr for ax in fig.axes for b in errorbars(ax)) and errorbars(fig.axes[0])
+
+
+def test_intervals_reaching_zero_on_the_log_axis():
+    # all q = 0: an upper bound only, from the floor; some q = 0: cut at the floor with a caret
+    rows = [make_row(k, "max", 0.0) for k in range(3)]
+    rows += [make_row(k, "av:1.25", q) for k, q in enumerate((0.0, 0.0, 1e-3))]
+    ax = result_figures.draw_fig7(rows, realizations=1000).axes[0]
+    s_max = summarize_point(rows[:3], 1000)
+    assert s_max["q_ci_low"] == 0 and 1e-4 < s_max["q_ci_high"] < 1e-3
+    floor = 1e-5  # a decade below the smallest positive q or upper bound (max's)
+    assert ax.get_yscale() == "log"
+    by_label = {b.get_label(): b for b in errorbars(ax)}
+    np.testing.assert_allclose(y_segment(by_label["max"]), (floor, s_max["q_ci_high"]))
+    np.testing.assert_allclose(y_segment(by_label["av 1.25"]), (floor, summarize_point(rows[3:], 1000)["q_ci_high"]))
+    carets = [line for line in ax.lines if line.get_marker() == result_figures.CUT_MARKER]
+    # for av only: max's mean sits at the floor already
+    assert len(carets) == 1 and carets[0].get_ydata()[0] == pytest.approx(floor)
+    assert result_figures.CUT_NOTE in ax.get_title()
+    assert ax.get_ylim()[0] < floor  # the floor, its line and the carets are in view
+
+
+def test_plot_takes_realizations_from_the_sidecar(tmp_path, monkeypatch):
+    write_csv(tmp_path / "r.csv", full_table(instances=2))
+    seen = []
+
+    def draw(rows, realizations):
+        seen.append(realizations)
+        return result_figures.draw_fig9(rows, realizations)
+
+    monkeypatch.setitem(result_figures.FIGURES, 9, dataclasses.replace(result_figures.FIGURES[9], draw=draw))
+    result_figures.plot_file(tmp_path / "r.csv", tmp_path / "a", figures=[9])  # no sidecar: no q intervals
+    (tmp_path / "r.csv.json").write_text(json.dumps({"format": "colosim-results", "realizations": 500}))
+    result_figures.plot_file(tmp_path / "r.csv", tmp_path / "b", figures=[9])
+    assert seen == [None, 500]
+    (tmp_path / "r.csv.json").write_text(json.dumps({"format": "colosim-results", "realizations": "many"}))
+    line = bad(tmp_path, str(tmp_path / "r.csv"))
+    assert "r.csv.json" in line and "realizations" in line

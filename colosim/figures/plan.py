@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
 
 from .characterization import save_png
 from .results import FAMILY_COLORS
@@ -47,6 +48,8 @@ def frontier_figure(result) -> Figure:
             va="top", ha="left", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
     positive = [b for b in bounds if b > 0]
     if positive:
         ax.set_xlim(min(positive + [result.target]) / 2, min(1.0, max(positive + [result.target]) * 2))

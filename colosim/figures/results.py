@@ -7,17 +7,25 @@ several capacities, Figure 12 several clairvoyance levels, Figure 13 runs
 with and without rebalancing. :func:`supported_figures` decides this from the
 rows alone, and :func:`plot_results` draws every supported figure.
 
-Every figure shows the spread over instances, as the paper does: box plots
-(quartiles, whiskers at 1.5 IQR) or, in the (m, q) plane, the median with
-inter-quartile bars in both directions and thin min–max bars. Where a grid
-key is not the figure's subject, the figure uses the paper's base case
-(Section 5.1: Best Fit, c = 1, full clairvoyance, inst data, rebalancing,
-headroom 1) when the table holds it, else the first value the table lists.
+Every figure shows the spread over instances, as the paper does (box plots:
+quartiles, whiskers at 1.5 IQR; in the (m, q) plane, pale inter-quartile
+bands), and beside it the mean over instances with its 95% interval
+(:func:`colosim.analysis.summary.summarize_point`: Student's t for m, the
+Korn–Graubard interval for q), drawn as a marker with capped bars. The
+interval of q needs the store's realization count (the sidecar's
+``realizations``); without it the mean of q is drawn alone and the caption
+says so. Where a grid key is not the figure's subject, the figure uses the
+paper's base case (Section 5.1: Best Fit, c = 1, full clairvoyance, inst
+data, rebalancing, headroom 1) when the table holds it, else the first value
+the table lists.
 
 Violation frequencies are drawn on a log axis. A q of 0 has no place there,
-so zeros are drawn at a floor one decade below the smallest positive q of the
-figure, marked by a dashed line labelled ``q = 0`` with the count of zero
-values, never dropped.
+so zeros are drawn at a floor one decade below the smallest positive q (or
+upper bound of an interval) of the figure, marked by a dashed line labelled
+``q = 0`` with the count of zero values, never dropped. An interval whose
+lower bound lies at or below the floor (0 included) is drawn down to the
+floor and ends there in a downward caret: below that, only its upper bound
+is drawn.
 """
 
 from __future__ import annotations
@@ -30,16 +38,18 @@ from typing import Callable
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..analysis.summary import rebalancing_gains
+from ..analysis.summary import rebalancing_gains, summarize_point
 from ..errors import InputError
 from ..io.atomic import atomic_path
-from ..io.results import BASE_CASE, read_results
+from ..io.results import BASE_CASE, meta_path, read_meta, read_results
 from ..model.estimators import ESTIMATORS, family
 from ..model.estimators import label as estimator_label
 from ..model.estimators import parameter as param
 from ..model.grid import check_row
+from ..model.intervals import mean_interval
 from ..progress import Progress, no_progress
 
 #: one colour per estimator family, in the estimator table's order
@@ -51,6 +61,16 @@ FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 Q_LABEL = "violation frequency q (share of machine-realizations over c)"
 M_LABEL = "normalized machines m = m_abs / m_norm"
+
+#: what every interval marker is, for captions and legends
+MEAN_NOTE = "mean and 95% interval over instances"
+#: the style of the mean-and-interval marker drawn over box plots
+MEAN_STYLE = {"fmt": "D", "color": "black", "mfc": "white", "mec": "black", "ms": 4.5, "capsize": 3,
+              "lw": 1.3, "capthick": 1.3, "zorder": 5}
+#: the marker ending an interval cut at the q floor (matplotlib's CARETDOWN)
+CUT_MARKER = 7
+#: the caption line for a figure holding such an interval
+CUT_NOTE = "a caret on the q = 0 line: the interval reaches down to 0 (or below the axis)"
 
 
 # ---------------------------------------------------------------- selection
@@ -85,6 +105,46 @@ def select(rows: list[dict], free=(), ref: dict | None = None, **fixed) -> list[
     return [r for r in rows if all(r[k] == v for k, v in want.items())]
 
 
+def point_summary(rows: list[dict], realizations: int | None) -> dict:
+    """Mean and 95% interval over instances of m and q for the rows of one
+    grid point (:func:`~colosim.analysis.summary.summarize_point`). Without
+    ``realizations`` the interval of q cannot be told: m's interval only,
+    q's bounds NaN."""
+    if realizations is not None:
+        return summarize_point(rows, realizations)
+    m = np.array([r["m"] for r in rows], dtype=np.float64)
+    m_low, m_high = mean_interval(m, bounds=(0.0, math.inf))
+    return {"instances": len(rows), "m_mean": float(m.mean()), "m_ci_low": m_low, "m_ci_high": m_high,
+            "q_mean": float(np.mean([r["q"] for r in rows])), "q_ci_low": math.nan, "q_ci_high": math.nan}
+
+
+def summaries(rows: list[dict], key, realizations: int | None) -> dict:
+    """:func:`point_summary` per value of ``key(row)`` (in table order)."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    return {k: point_summary(rs, realizations) for k, rs in groups.items()}
+
+
+def interval_note(realizations: int | None, with_m: bool = False) -> str:
+    """What the interval markers show, for a caption (``with_m``: the
+    figure draws m's interval, which needs no realization count)."""
+    if realizations is None:
+        drawn = "mean and 95% interval of m" if with_m else "mean"
+        return f"{drawn} over instances (no interval of q: realization count unknown)"
+    return MEAN_NOTE
+
+
+def mean_label(realizations: int | None) -> str:
+    """The legend entry of the mean-of-q marker."""
+    return MEAN_NOTE if realizations is not None else "mean over instances"
+
+
+def _cut_line(*axes: QAxis) -> str:
+    """The caption's :data:`CUT_NOTE` line when one of ``axes`` needs it."""
+    return f"\n{CUT_NOTE}" if any(qa.has_cut for qa in axes) else ""
+
+
 def by_estimator(rows: list[dict], metric: str) -> dict[str, np.ndarray]:
     """Per estimator (in table order), the metric over instances."""
     out: dict[str, list] = {}
@@ -103,7 +163,7 @@ class FigureKind:
     title: str
     rows: Callable[[list[dict]], list[dict]]  # the rows the figure reads
     why_not: Callable[[list[dict]], str | None]  # None when drawable
-    draw: Callable[[list[dict]], Figure]
+    draw: Callable[[list[dict], int | None], Figure]  # rows, the store's realization count
 
 
 def _fig7_rows(rows):
@@ -158,19 +218,48 @@ def _fig13_why_not(rows):
 
 
 class QAxis:
-    """Log-scale q with zeros drawn at a visible floor."""
+    """Log-scale q with zeros drawn at a visible floor, and intervals of
+    the mean of q cut at that floor."""
 
-    def __init__(self, values):
+    def __init__(self, values, highs=()):
+        """``values``: the figure's q values; ``highs``: the upper bounds of
+        the intervals it draws (NaN ignored), so that an interval of a mean
+        of 0 reaches above the floor."""
         values = np.asarray(values, dtype=np.float64)
-        positive = values[values > 0]
+        highs = np.asarray(highs, dtype=np.float64)
+        positive = np.concatenate([values[values > 0], highs[highs > 0]])
         smallest = positive.min() if positive.size else 1e-5
         self.floor = 10.0 ** (math.floor(math.log10(smallest)) - 1)
         self.zeros = int(np.count_nonzero(values == 0))
         self.total = int(values.size)
+        self._cut: set[int] = set()  # the axes holding an interval cut at the floor
 
     def __call__(self, values):
         values = np.asarray(values, dtype=np.float64)
         return np.where(values > 0, values, self.floor)
+
+    def interval(self, ax, x, mean, low, high, xerr=None, **style):
+        """Draw the mean ``mean`` at ``x`` with its interval [low, high]
+        (just the mean when the bounds are NaN): a lower bound at or below
+        the floor is drawn at the floor, ending in a downward caret.
+        ``xerr`` and ``style`` go to :meth:`~matplotlib.axes.Axes.errorbar`."""
+        y = float(self(mean))
+        if math.isnan(low) or math.isnan(high):
+            return ax.errorbar(x, y, xerr=xerr, **style)
+        lo = max(low, self.floor)
+        cut = low <= self.floor and y > self.floor  # a mean of 0: the marker at the floor says so
+        hi = max(high, y)
+        container = ax.errorbar(x, y, xerr=xerr, yerr=[[y - lo], [hi - y]], **style)
+        if cut:
+            self._cut.add(id(ax))
+            ax.plot([x], [self.floor], ls="none", marker=CUT_MARKER, ms=6, color=style.get("color", "black"),
+                    zorder=style.get("zorder", 2))
+        return container
+
+    @property
+    def has_cut(self) -> bool:
+        """Whether an interval was cut at the floor (see :data:`CUT_NOTE`)."""
+        return bool(self._cut)
 
     def decorate(self, ax, label=True, values=None):
         """Log scale, limits, and the marked floor; ``values`` (the panel's
@@ -179,16 +268,17 @@ class QAxis:
         if values is not None:
             values = np.asarray(values, dtype=np.float64)
             zeros, total = int(np.count_nonzero(values == 0)), int(values.size)
+        cut = id(ax) in self._cut
         ax.set_yscale("log")
         if label:
             ax.set_ylabel(Q_LABEL)
-        if zeros:
+        if zeros or cut:
             lo, hi = ax.get_ylim()
             ax.set_ylim(self.floor / 3, max(hi, self.floor * 10))
             ax.axhline(self.floor, color="0.4", lw=0.8, ls="--", zorder=0)
-            ax.annotate(f"q = 0 ({zeros} of {total} values drawn here)",
-                        xy=(0.01, self.floor), xycoords=("axes fraction", "data"),
-                        xytext=(0, 3), textcoords="offset points", fontsize=7, color="0.3")
+            ax.annotate(f"q = 0 ({zeros} of {total} values drawn here)" if zeros else "q = 0",
+                        xy=(0.01, self.floor), xycoords=("axes fraction", "data"), va="top",
+                        xytext=(0, -2), textcoords="offset points", fontsize=7, color="0.3")
         ax.grid(True, which="major", axis="y", alpha=0.3)
 
 
@@ -205,9 +295,12 @@ def _styles(specs):
 
 
 def _box(ax, data, positions, color, width=0.6):
+    # whiskers in the box's colour, so that the black interval of the mean stands out
+    line = {"color": color, "lw": 1.0}
     bp = ax.boxplot(data, positions=positions, widths=width, patch_artist=True,
                     manage_ticks=False, showfliers=True,
                     flierprops={"marker": ".", "markersize": 3, "markeredgecolor": color},
+                    whiskerprops=line, capprops=line,
                     medianprops={"color": "black", "lw": 1.2})
     for patch in bp["boxes"]:
         patch.set_facecolor(color)
@@ -215,53 +308,77 @@ def _box(ax, data, positions, color, width=0.6):
     return bp
 
 
-def _mq_figure(rows, title, fig_no):
+def _mean_handle(label=MEAN_NOTE):
+    """A legend entry for the mean-and-interval marker over box plots."""
+    return Line2D([], [], marker=MEAN_STYLE["fmt"], color="black", mfc="white", ms=MEAN_STYLE["ms"],
+                  lw=MEAN_STYLE["lw"], label=label)
+
+
+def _highs(summary: dict) -> list[float]:
+    return [s["q_ci_high"] for s in summary.values()]
+
+
+def _mq_figure(rows, title, fig_no, realizations=None):
     m = by_estimator(rows, "m")
     q = by_estimator(rows, "q")
-    qa = QAxis(np.concatenate(list(q.values())))
+    means = summaries(rows, lambda r: r["estimator"], realizations)
+    qa = QAxis(np.concatenate(list(q.values())), _highs(means))
     fig = Figure(figsize=(9, 5.8), layout="constrained")
     ax = fig.add_subplot()
     styles = _styles(m)
     for spec in m:
         color, marker = styles[spec]
+        s = means[spec]
         mv, qv = m[spec], qa(q[spec])
-        mq1, mmed, mq3 = np.percentile(mv, [25, 50, 75])
-        qq1, qmed, qq3 = np.percentile(qv, [25, 50, 75])
-        ax.plot([mv.min(), mv.max()], [qmed, qmed], color=color, lw=0.6, alpha=0.6)
-        ax.plot([mmed, mmed], [qv.min(), qv.max()], color=color, lw=0.6, alpha=0.6)
-        ax.errorbar(mmed, qmed, xerr=[[mmed - mq1], [mq3 - mmed]], yerr=[[qmed - qq1], [qq3 - qmed]],
-                    fmt=marker, color=color, ms=7, capsize=3, lw=1.6, label=estimator_label(spec))
-        ax.annotate(estimator_label(spec), (mmed, qmed), xytext=(5, 4), textcoords="offset points",
+        mq1, mq3 = np.percentile(mv, [25, 75])
+        qq1, qq3 = np.percentile(qv, [25, 75])
+        m_mean, q_mean = s["m_mean"], float(qa(s["q_mean"]))
+        # the spread over instances: broad pale inter-quartile bands through the mean
+        band = {"color": color, "lw": 7, "alpha": 0.18, "solid_capstyle": "butt", "zorder": 1}
+        ax.plot([mq1, mq3], [q_mean, q_mean], **band)
+        ax.plot([m_mean, m_mean], [qq1, qq3], **band)
+        xerr = None if math.isnan(s["m_ci_low"]) else [[m_mean - s["m_ci_low"]], [s["m_ci_high"] - m_mean]]
+        qa.interval(ax, m_mean, s["q_mean"], s["q_ci_low"], s["q_ci_high"], xerr=xerr, fmt=marker, color=color,
+                    ms=7, capsize=3, lw=1.6, label=estimator_label(spec))
+        ax.annotate(estimator_label(spec), (m_mean, q_mean), xytext=(5, 4), textcoords="offset points",
                     fontsize=7, color=color)
     ax.set_xlabel(M_LABEL)
     qa.decorate(ax)
     n = len(unique(r["instance"] for r in rows))
     ax.set_title(f"Figure {fig_no} (paper §5.2): {title}\n"
-                 f"median over {n} instances; bars: inter-quartile range (thick), min–max (thin)",
-                 fontsize=10)
+                 f"marker and capped bars: {interval_note(realizations, with_m=True)} (n = {n})\n"
+                 "pale bands: inter-quartile range over instances" + _cut_line(qa), fontsize=10)
     fig.legend(loc="outside right center", fontsize=8, frameon=False)
     return fig
 
 
-def draw_fig7(rows):
-    return _mq_figure(_fig7_rows(rows), "machines used against capacity violations, every estimator", 7)
+def draw_fig7(rows, realizations=None):
+    return _mq_figure(_fig7_rows(rows), "machines used against capacity violations, every estimator", 7,
+                      realizations)
 
 
-def draw_fig8(rows):
-    return _mq_figure(_fig8_rows(rows), "machines against violations for GPA, av and perc", 8)
+def draw_fig8(rows, realizations=None):
+    return _mq_figure(_fig8_rows(rows), "machines against violations for GPA, av and perc", 8, realizations)
 
 
-def draw_fig9(rows):
+def draw_fig9(rows, realizations=None):
     rows = _fig9_rows(rows)
     q = by_estimator(rows, "q")
+    means = summaries(rows, lambda r: r["estimator"], realizations)
     specs = sorted(q, key=lambda s: -param(s))
     fig = Figure(figsize=(6.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
     errors = [(q[s] - param(s)) / param(s) for s in specs]
     pos = np.arange(len(specs))
     _box(ax, errors, pos, FAMILY_COLORS["gpa"])
-    ax.plot(pos, [(q[s].mean() - param(s)) / param(s) for s in specs], "k^", ms=6,
-            label="error of the mean q")
+    for k, s in enumerate(specs):
+        rho, m = param(s), means[s]
+        err = (m["q_mean"] - rho) / rho
+        low, high = (m["q_ci_low"] - rho) / rho, (m["q_ci_high"] - rho) / rho
+        yerr = None if math.isnan(low) else [[err - low], [high - err]]
+        what = "error of the mean q" + (", 95% interval" if realizations is not None else "")
+        ax.errorbar(k, err, yerr=yerr, label=what if k == 0 else None,
+                    **{**MEAN_STYLE, "fmt": "^", "mfc": "black", "ms": 6})
     ax.axhline(0, color="0.3", lw=0.8)
     ax.set_xticks(pos, [f"ρ = {param(s):g}" for s in specs])
     ax.set_xlabel("GPA target violation probability ρ")
@@ -269,15 +386,16 @@ def draw_fig9(rows):
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title("Figure 9 (paper §5.2): GPA's measured q against its target ρ\n"
-                 "box: quartiles over instances", fontsize=10)
+                 f"box: quartiles over instances\ntriangle and bars: {interval_note(realizations)}", fontsize=10)
     return fig
 
 
-def draw_fig10(rows):
+def draw_fig10(rows, realizations=None):
     rows = _fig10_rows(rows)
     headrooms = sorted(unique(r["headroom"] for r in rows))
     specs = unique(r["estimator"] for r in rows)
-    qa = QAxis([r["q"] for r in rows])
+    means = summaries(rows, lambda r: (r["headroom"], r["data"], r["estimator"]), realizations)
+    qa = QAxis([r["q"] for r in rows], _highs(means))
     fig = Figure(figsize=(max(8, 0.75 * len(specs) + 2), 3.6 * len(headrooms) + 0.6), layout="constrained")
     colors = {"inst": "#1f77b4", "avg": "#ff7f0e"}
     for i, h in enumerate(headrooms):
@@ -287,66 +405,84 @@ def draw_fig10(rows):
             q = by_estimator(sub, "q")
             have = [k for k, s in enumerate(specs) if s in q]
             if have:
-                _box(ax, [qa(q[specs[k]]) for k in have], np.array(have) + (j - 0.5) * 0.38,
-                     colors[data], width=0.34)
+                pos = np.array(have) + (j - 0.5) * 0.38
+                _box(ax, [qa(q[specs[k]]) for k in have], pos, colors[data], width=0.34)
+                for k, x in zip(have, pos):
+                    s = means[(h, data, specs[k])]
+                    qa.interval(ax, x, s["q_mean"], s["q_ci_low"], s["q_ci_high"], **MEAN_STYLE)
         ax.set_xticks(np.arange(len(specs)), [estimator_label(s) for s in specs], rotation=30, ha="right",
                       fontsize=8)
         qa.decorate(ax, label=False, values=[r["q"] for r in rows if r["headroom"] == h])
         ax.set_ylabel("violation frequency q")
         ax.set_title(f"bin size multiplier (headroom) e = {h:g}", fontsize=9)
         ax.legend(handles=[Patch(color=colors[d], alpha=0.55, label=f"estimated from {d} data")
-                           for d in ("inst", "avg")], fontsize=8, loc="upper right")
+                           for d in ("inst", "avg")] + [_mean_handle(mean_label(realizations))], fontsize=8,
+                  loc="upper right")
     fig.suptitle("Figure 10 (paper §5.3): estimating from instantaneous (inst) or 5-minute average (avg) "
-                 "usage\nq always counted on instantaneous usage; box: quartiles over instances", fontsize=10)
+                 "usage\nq always counted on instantaneous usage; box: quartiles over instances\n"
+                 f"diamond and bars: {interval_note(realizations)}" + _cut_line(qa), fontsize=10)
     return fig
 
 
-def draw_fig11(rows):
+def draw_fig11(rows, realizations=None):
     rows = _fig11_rows(rows)
     rebal = sorted(unique(r["rebalance"] for r in rows), reverse=True)
     caps = sorted(unique(r["capacity"] for r in rows))
     specs = unique(r["estimator"] for r in rows)
     colors = {s: TAB10[j % len(TAB10)] for j, s in enumerate(specs)}
-    qa = QAxis([r["q"] for r in rows])
+    means = summaries(rows, lambda r: (r["rebalance"], r["capacity"], r["estimator"]), realizations)
+    qa = QAxis([r["q"] for r in rows], _highs(means))
     fig = Figure(figsize=(max(8, 1.6 * len(caps) + 3), 3.8 * len(rebal) + 0.6), layout="constrained")
     width = 0.8 / len(specs)
     for i, rb in enumerate(rebal):
         ax = fig.add_subplot(len(rebal), 1, i + 1)
         for j, s in enumerate(specs):
-            data, pos = [], []
+            data, pos, point = [], [], []
             for k, c in enumerate(caps):
                 v = [r["q"] for r in rows if r["rebalance"] == rb and r["capacity"] == c and r["estimator"] == s]
                 if v:
                     data.append(qa(v))
                     pos.append(k - 0.4 + width * (j + 0.5))
+                    point.append(means[(rb, c, s)])
             if data:
                 _box(ax, data, pos, colors[s], width=width * 0.85)
+                for x, m in zip(pos, point):
+                    qa.interval(ax, x, m["q_mean"], m["q_ci_low"], m["q_ci_high"], **MEAN_STYLE)
         ax.set_xticks(np.arange(len(caps)), [f"{c:g}" for c in caps])
         ax.set_xlabel("machine capacity c (CPU; the trace's largest machine = 1)")
         qa.decorate(ax, label=False, values=[r["q"] for r in rows if r["rebalance"] == rb])
         ax.set_ylabel("violation frequency q")
         ax.set_title("with rebalancing" if rb else "without rebalancing", fontsize=9)
-    fig.legend(handles=[Patch(color=colors[s], alpha=0.55, label=estimator_label(s)) for s in specs],
+    fig.legend(handles=[Patch(color=colors[s], alpha=0.55, label=estimator_label(s)) for s in specs]
+               + [_mean_handle(mean_label(realizations).replace(" over", "\nover").replace("interval ", "interval\n"))],
                fontsize=8, loc="outside right center", frameon=False)
-    fig.suptitle("Figure 11 (paper §5.4): violations against machine capacity\n"
-                 "box: quartiles over instances", fontsize=10)
+    fig.suptitle("Figure 11 (paper §5.4): violations against machine capacity; box: quartiles over instances\n"
+                 f"diamond and bars: {interval_note(realizations)}" + _cut_line(qa),
+                 fontsize=10)
     return fig
 
 
-def draw_fig12(rows):
+def draw_fig12(rows, realizations=None):
     rows = _fig12_rows(rows)
     specs = unique(r["estimator"] for r in rows)
     levels = sorted(unique(r["clairvoyance"] for r in rows))
+    means = summaries(rows, lambda r: (r["estimator"], r["clairvoyance"]), realizations)
+    axes = []
     ncol = min(4, len(specs))
     nrow = math.ceil(len(specs) / ncol)
     fig = Figure(figsize=(3.3 * ncol + 0.5, 3.1 * nrow + 0.8), layout="constrained")
     for i, s in enumerate(specs):
         ax = fig.add_subplot(nrow, ncol, i + 1)
         sub = [r for r in rows if r["estimator"] == s]
-        qa = QAxis([r["q"] for r in sub])
+        mine = {lv: means[(s, lv)] for lv in levels if (s, lv) in means}
+        qa = QAxis([r["q"] for r in sub], _highs(mine))
+        axes.append(qa)
         data = [qa([r["q"] for r in sub if r["clairvoyance"] == lv]) for lv in levels]
         keep = [k for k, d in enumerate(data) if d.size]
         _box(ax, [data[k] for k in keep], keep, FAMILY_COLORS[family(s)])
+        for k in keep:
+            m = mine[levels[k]]
+            qa.interval(ax, k, m["q_mean"], m["q_ci_low"], m["q_ci_high"], **MEAN_STYLE)
         ax.set_xticks(np.arange(len(levels)), [f"{lv:g}" for lv in levels], rotation=45, fontsize=7)
         qa.decorate(ax, label=False)
         ax.set_title(estimator_label(s), fontsize=9)
@@ -355,11 +491,13 @@ def draw_fig12(rows):
         if i // ncol == nrow - 1:
             ax.set_xlabel("clairvoyance (share of R observed)")
     fig.suptitle("Figure 12 (paper §5.5): violations against clairvoyance; each panel has its own q scale\n"
-                 "box: quartiles over instances", fontsize=10)
+                 f"box: quartiles over instances; diamond and bars: {interval_note(realizations)}"
+                 + _cut_line(*axes), fontsize=10)
     return fig
 
 
-def draw_fig13(rows):
+def draw_fig13(rows, realizations=None):
+    # the gains' interval is Student's t over instances: no realization count needed
     rows = _fig13_rows(rows)
     gains = rebalancing_gains(rows)
     # table order, as the config lists them
@@ -372,8 +510,12 @@ def draw_fig13(rows):
         have = [s for s in specs if (s, alg) in gains]
         pos = np.arange(len(have))
         for k, s in enumerate(have):
-            _box(ax, [100 * gains[(s, alg)]], [k], FAMILY_COLORS[family(s)])
-        ax.plot(pos, [100 * gains[(s, alg)].mean() for s in have], "k^", ms=6, label="mean")
+            g = 100 * gains[(s, alg)]
+            _box(ax, [g], [k], FAMILY_COLORS[family(s)])
+            low, high = mean_interval(g)
+            yerr = None if math.isnan(low) else [[g.mean() - low], [high - g.mean()]]
+            ax.errorbar(k, g.mean(), yerr=yerr, label=MEAN_NOTE if k == 0 else None,
+                        **{**MEAN_STYLE, "fmt": "^", "mfc": "black", "ms": 6})
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xticks(pos, [f"{estimator_label(s)}\n(n={gains[(s, alg)].size})" for s in have], fontsize=8)
         ax.set_ylabel("relative gain (q_off − q_on) / q_off  [%]", fontsize=9)
@@ -381,7 +523,8 @@ def draw_fig13(rows):
         ax.legend(fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle("Figure 13 (paper §5.6): relative decrease of q by rebalancing, paired per instance\n"
-                 "perc, max and instances whose q without rebalancing is 0 omitted", fontsize=10)
+                 "perc, max and instances whose q without rebalancing is 0 omitted\n"
+                 f"box: quartiles over instances\ntriangle and bars: {MEAN_NOTE} (none for n < 2)", fontsize=10)
     return fig
 
 
@@ -442,16 +585,18 @@ def figures_to_draw(rows: list[dict], figures=None) -> list[int]:
 
 
 def plot_results(rows: list[dict], out_dir, figures=None, formats=("png", "svg"),
-                 progress: Progress = no_progress) -> dict[int, list[Path]]:
+                 progress: Progress = no_progress, realizations: int | None = None) -> dict[int, list[Path]]:
     """Draw the supported figures (all of them, or those numbered in
     ``figures``, see :func:`figures_to_draw`) into ``out_dir``; returns
-    figure number → files written."""
+    figure number → files written. ``realizations``, the store's
+    realization count, gives the intervals of q; without it q's mean is
+    drawn alone."""
     wanted = figures_to_draw(rows, figures)
     advance = progress("figures", len(wanted))
     out = {}
     for n in wanted:
         kind = FIGURES[n]
-        fig = kind.draw(rows)
+        fig = kind.draw(rows, realizations)
         out[n] = save_figure(fig, Path(out_dir), kind.stem, formats)
         advance(1)
     return out
@@ -466,16 +611,33 @@ def load_results(path) -> list[dict]:
     return rows
 
 
+def sidecar_realizations(path) -> int | None:
+    """The realization count recorded in the sidecar of the results table
+    at ``path``; None without a sidecar or one without it (an earlier
+    colosim's). A count that is not a positive integer is an
+    :class:`InputError`."""
+    meta = read_meta(Path(path))
+    value = None if meta is None else meta.get("realizations")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{meta_path(Path(path))}: realizations {value!r} is not a positive integer")
+    return value
+
+
 def plot_file(path, out_dir, figures=None, progress: Progress = no_progress):
     """Draw Figures 7–13 from the results table at ``path`` (all it
-    supports, or those numbered in ``figures``). Returns ``(written,
-    skipped)``: figure number → files, and figure number → why it could not
-    be drawn (for those not asked for by number)."""
+    supports, or those numbered in ``figures``); the intervals of q use the
+    realization count of its sidecar (:func:`sidecar_realizations`).
+    Returns ``(written, skipped)``: figure number → files, and figure
+    number → why it could not be drawn (for those not asked for by
+    number)."""
     rows = load_results(path)
+    realizations = sidecar_realizations(path)
     support = supported_figures(rows)
     if figures is None and not any(why is None for why in support.values()):
         raise InputError(f"{path}: supports none of Figures 7-13 ("
                          + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
-    written = plot_results(rows, out_dir, figures=figures, progress=progress)
+    written = plot_results(rows, out_dir, figures=figures, progress=progress, realizations=realizations)
     skipped = {n: why for n, why in support.items() if why is not None and figures is None}
     return written, skipped

@@ -42,7 +42,7 @@ from ..io.atomic import write_text_atomic
 from ..io.results import GRID_KEYS
 from ..io.store import Store, open_store
 from ..model.grid import GridPoint, evaluation_columns, value_text
-from ..model.intervals import mean_q_interval
+from ..model.intervals import mean_difference_interval, mean_q_interval
 from ..progress import Progress, no_progress
 from ..sources.resolve import cache_dir, resolve_store
 from .sweep import check_against_store, instance_rows
@@ -112,6 +112,7 @@ class FamilyPlan:
     meets: bool
     trained_bound: float
     tried: list[tuple[Probe, dict]]
+    rows: list[dict] = dataclasses.field(default_factory=list)  # on the held-out instances
 
 
 @dataclass
@@ -302,7 +303,7 @@ def plan(config: SweepConfig, store_path: Path, out: Path, slo: float, *, per_ma
         advance = progress("plan: held-out check", len(held))
         chosen = ev.rows([f.chosen for f in families], held, advance)
         for f in families:
-            rows = chosen[f.chosen]
+            rows = f.rows = chosen[f.chosen]
             f.held_out = ev.summary(rows)
             f.held_out["machines_share_meeting"] = machines_share_meeting(rows, target, ev.columns)
             f.meets = _bound(f.held_out, per_machine) <= target
@@ -388,11 +389,12 @@ def answer(result: PlanResult) -> str:
             f"<= {result.target:.3g}).")
     paper = [f for f in meeting if f.family in PAPER_FAMILIES]
     if paper and paper[0] is not best:
-        saving = 1 - s["m_abs_mean"] / paper[0].held_out["m_abs_mean"]
-        if saving > 0:
-            text += f" That is {saving:.1%} fewer machines than the paper's cheapest, {_name(paper[0])}."
-        else:
-            text += f" The paper's cheapest, {_name(paper[0])}, needs as many machines."
+        # paired on the held-out instances: the share of the paper's machines saved
+        theirs = np.array([r["m_abs"] for r in paper[0].rows], dtype=np.float64)
+        ours = np.array([r["m_abs"] for r in best.rows], dtype=np.float64)
+        saving, low, high = mean_difference_interval(ours / theirs, np.ones_like(theirs))
+        text += (f" That is {saving:.1%} [{low:.1%}, {high:.1%}] fewer machines than the paper's cheapest, "
+                 f"{_name(paper[0])} (paired on the held-out instances).")
     elif paper:
         text += " It is one of the paper's estimators."
     return text

@@ -5,8 +5,8 @@ of the paper's claims beside colosim's values (SPEC §12), judged by
 Scales (:data:`SCALES`) shrink a loaded config, never its file: ``paper``
 runs the configs as written; ``small`` and ``tiny`` replace the synthetic
 source's N and R and the instances' count and size, and keep every grid
-value. Machine counts the paper gives for 1,000-task instances are compared
-after scaling by ``n / 1000``.
+value. Machine counts the paper gives for 1,000-task instances are judged
+only at 1,000 tasks per instance ("paper scale only" elsewhere).
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
         fig_dir = out_dir / "figures" / name
         figures = {n: [fig_dir / f"{FIGURES[n].stem}.{fmt}" for fmt in FORMATS] for n in figures_for}
         if res.computed or not _up_to_date([p for ps in figures.values() for p in ps], csv):
-            figures = plot_results(rows, fig_dir, figures=figures_for, formats=FORMATS, progress=progress)
+            figures = plot_results(rows, fig_dir, figures=figures_for, formats=FORMATS, progress=progress,
+                                   realizations=realizations)
         seconds = time.perf_counter() - t0
         runs.append(ExperimentRun(name, cfg, csv, results, seconds, res.computed, figures))
         if log is not None:
@@ -185,15 +186,25 @@ def report_markdown(runs: list[ExperimentRun], claims: list[Claim], scale: str, 
              f"total {seconds:.0f} s.", ""]
     if scale != "paper":
         lines += ["This is not the paper's scale. Machine counts the paper gives for 1,000-task instances are "
-                  "compared after scaling by n/1000, although the last, partly filled machine weighs more in a "
-                  "small instance (and so does rebalancing, which fills it). A sweep resolves violation "
-                  "frequencies only down to its resolution (shown beside each q), so rare-event claims are weak "
-                  "evidence here.", ""]
+                  "shown but judged only at 1,000 tasks per instance (\"paper scale only\"): the last, partly "
+                  "filled machine weighs more in a small instance (and so does rebalancing, which fills it). A "
+                  "sweep resolves violation frequencies only down to its resolution (shown beside each q), and "
+                  "few instances give wide intervals, so rare-event claims are weak evidence here.", ""]
     lines += ["## Claims", "",
               "Tolerances (SPEC §12): a violation frequency holds within a factor of 3 of the paper's, or when "
               "both lie below three times the sweep's resolution 1 / (sum over instances of m_abs × |E|); a "
-              "machine count or a share within ±5% (relative). Other comparisons are stated in their row.", "",
-              claims_markdown(claims), "## Experiments", "",
+              "machine count or a share within ±5% (relative). A frequency or a machine count is judged on the "
+              "95% interval of colosim's mean (a median's for a median count) over instances, shown in "
+              "brackets: it holds when the interval meets the tolerance band around the paper's value and does "
+              "not hold only when the interval lies outside it; with too few instances for an interval, the "
+              "value itself must lie in the band. Other comparisons are stated in their row.", "",
+              "Basis: **fitted** claims are numbers the built-in synthetic population was calibrated to (the "
+              "rows of SPEC §12's table), so that they hold shows the calibration, not a prediction; **out of "
+              "sample** claims were not calibrated to.", ""]
+    if runs and runs[0].config.source.kind != "synthetic":
+        lines += ["This run reads a store, not the built-in population: \"fitted\" marks what the built-in "
+                  "population was calibrated to, not anything fitted to this store.", ""]
+    lines += [claims_markdown(claims), "## Experiments", "",
               "| config | rows | instances | figures | time |", "|---|---|---|---|---|"]
     for r in runs:
         figs = ", ".join(str(n) for n in r.figures) or "—"

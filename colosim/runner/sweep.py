@@ -15,6 +15,7 @@ config and the store. Rerunning a finished sweep recomputes nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import signal
 import threading
@@ -223,6 +224,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
             "store_attrs": store.attrs,
             "rows": len(rows),
             "realizations": store.n_realizations,
+            "instances": dataclasses.asdict(config.instances),
             "elapsed_seconds": round(elapsed, 3),
             "colosim_version": __version__,
             "numpy_version": np.__version__,
