@@ -193,17 +193,28 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
 def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
     """The columns of ``[lo, w)`` that violate ``c`` (as :func:`_tally`
     decides them) as bits of ``hits[0]`` (columns 0-63 of the tile) and
-    ``hits[1]`` (64-127). Only called for a tile with a violation."""
-    for t in range(lo, w):
-        v = acc[t]
-        hit = v >= above
-        if not hit and v >= below:
-            exact = 0.0
-            for s in range(a, b):
-                exact += np.float64(block[members[s], t])
-            hit = exact > c
-        if hit:
-            hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+    ``hits[1]`` (64-127). Only called for a tile with a violation: a
+    branch-free pass for the sums at or above ``above``, then the float64
+    re-check of the few in ``[below, above)``."""
+    near = False
+    for word in range(2):
+        bits = np.uint64(0)
+        for s in range(64):
+            t = word * 64 + s
+            inside = (t >= lo) & (t < w)
+            v = acc[t]
+            bits |= np.uint64(inside & (v >= above)) << np.uint64(s)
+            near |= inside & (v >= below) & (v < above)
+        hits[word] |= bits
+    if near:
+        for t in range(lo, w):
+            v = acc[t]
+            if (v >= below) & (v < above):
+                exact = 0.0
+                for s in range(a, b):
+                    exact += np.float64(block[members[s], t])
+                if exact > c:
+                    hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
 
 
 @jit
@@ -337,14 +348,25 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     return counts, severity, hits
 
 
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 % 2**64) >> 58] = _i
+
+
 @pjit
 def _column_squares(hits, bin_triple, n_bins, counts):
     """For each packing p, ``sum_t V_t^2`` over its evaluation columns, with
     ``V_t`` the number of its bins that violate their capacity in column t:
     with ``sum_t V_t = sum_j q_j`` it gives the spread of the per-column
-    counts (SPEC §5's evaluation columns are independent realizations)."""
+    counts (SPEC §5's evaluation columns are independent realizations).
+
+    The work is proportional to the violations: set bits are visited one by
+    one (the lowest set bit's position by a de Bruijn multiplication), and
+    ``V_t^2`` is accumulated as the sum of ``2 V + 1`` over increments."""
     P = n_bins.shape[0]
     out = np.zeros(P, dtype=np.int64)
+    index = _DEBRUIJN_INDEX
     for p in prange(P):
         violating = np.empty(n_bins[p], dtype=np.int64)
         nv = 0
@@ -358,20 +380,21 @@ def _column_squares(hits, bin_triple, n_bins, counts):
         per_column = np.zeros(2 * 64, dtype=np.int64)
         total = np.int64(0)
         for tile in range(hits.shape[0]):
-            any_hit = False
-            for s in range(nv):
-                q = violating[s]
-                for word in range(2):
-                    bits = hits[tile, q, word]
-                    if bits:
-                        any_hit = True
-                        for t in range(64):
-                            if (bits >> np.uint64(t)) & np.uint64(1):
-                                per_column[word * 64 + t] += 1
-            if any_hit:
-                for t in range(2 * 64):
-                    total += per_column[t] * per_column[t]
-                    per_column[t] = 0
+            for word in range(2):
+                touched = np.uint64(0)
+                for s in range(nv):
+                    bits = hits[tile, violating[s], word]
+                    touched |= bits
+                    while bits:
+                        low = bits & (~bits + np.uint64(1))
+                        t = word * 64 + index[(low * _DEBRUIJN) >> np.uint64(58)]
+                        total += 2 * per_column[t] + 1
+                        per_column[t] += 1
+                        bits ^= low
+                while touched:
+                    low = touched & (~touched + np.uint64(1))
+                    per_column[word * 64 + index[(low * _DEBRUIJN) >> np.uint64(58)]] = 0
+                    touched ^= low
         out[p] = total
     return out
 

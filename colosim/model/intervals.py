@@ -24,21 +24,27 @@ seed.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 #: The confidence level of every interval colosim reports.
 LEVEL = 0.95
 
 
+# scipy.special's quantile functions (not scipy.stats' distribution objects,
+# whose argument checks cost far more than the quantile): ndtri for the
+# normal, stdtrit for Student's t, betaincinv for the beta distribution
+
+@functools.lru_cache(maxsize=4096)
 def _t_ratio(df: float, level: float) -> float:
     """``(z / t_df)^2`` at two-sided ``level`` (1 for infinite df)."""
     if math.isinf(df):
         return 1.0
     tail = 0.5 + level / 2
-    return (stats.norm.ppf(tail) / stats.t.ppf(tail, df)) ** 2
+    return (float(special.ndtri(tail)) / float(special.stdtrit(df, tail))) ** 2
 
 
 def proportion_interval(p: float, variance: float, trials: float, df: float,
@@ -56,8 +62,8 @@ def proportion_interval(p: float, variance: float, trials: float, df: float,
     n *= _t_ratio(df, level)
     x = p * n
     alpha = 1.0 - level
-    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, n - x + 1))
-    high = 1.0 if x >= n else float(stats.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    low = 0.0 if x <= 0 else float(special.betaincinv(x, n - x + 1, alpha / 2))
+    high = 1.0 if x >= n else float(special.betaincinv(x + 1, n - x, 1 - alpha / 2))
     return low, high
 
 
@@ -98,7 +104,7 @@ def mean_interval(values: np.ndarray, level: float = LEVEL,
     K = v.size
     if K < 2:
         return math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + level / 2, K - 1)) * float(v.std(ddof=1)) / math.sqrt(K)
+    half = float(special.stdtrit(K - 1, 0.5 + level / 2)) * float(v.std(ddof=1)) / math.sqrt(K)
     mean = float(v.mean())
     return max(bounds[0], mean - half), min(bounds[1], mean + half)
 
