@@ -205,7 +205,7 @@ def _print_plan(result) -> None:
     per = 1000 / result.tasks
     metric = "q_max" if result.per_machine else "q"
     view = "on every machine (q_max)" if result.per_machine else "fleet-wide (q)"
-    table = Table(title=f"SLO {result.slo:g} {view}: target {result.target:.3g}; trained on {result.training}, "
+    table = Table(title=f"SLO {result.slo:.10g} {view}: target {result.target:.3g}; trained on {result.training}, "
                         f"checked on {result.held_out} held-out instances; mean \\[95% interval]",
                   title_justify="left")
     for name in ("family", "estimator", "machines / 1,000 tasks", "q", "q_max", "machines within", "meets"):
@@ -503,10 +503,10 @@ def compare(
 
     from .analysis.compare import compare_files, comparison_text
     from .io.atomic import write_text_atomic
-    from .io.results import GRID_KEYS, meta_path
+    from .io.results import GRID_KEYS, meta_path, summary_path
 
     if out is not None:
-        for path in (a, b, meta_path(a), meta_path(b)):
+        for path in (a, b, meta_path(a), meta_path(b), summary_path(a), summary_path(b)):
             if out.resolve() == path.resolve():
                 raise InputError(f"--out {out}: is the input {path}; choose another file")
         if out.is_dir():

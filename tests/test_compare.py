@@ -199,3 +199,15 @@ def test_tables_of_other_instance_seeds_are_not_paired(sweeps):
     res = runner.invoke(app, ["compare", "a.csv", "o.csv"])
     assert res.exit_code == 2, res.output
     assert "o.csv.json" in res.output and "seed 6" in res.output and "seed 5" in res.output
+
+
+def test_out_is_never_an_input_s_summary(sweeps):
+    res = runner.invoke(app, ["compare", "a.csv", "b.csv", "--out", "a.csv.summary.csv", "--force"])
+    assert res.exit_code == 2 and "a.csv.summary.csv" in res.output
+
+
+def test_a_hand_edited_sidecar_is_named(sweeps):
+    meta = json.loads(Path("b.csv.json").read_text())
+    Path("b.csv.json").write_text(json.dumps(dict(meta, instances=5)))
+    res = runner.invoke(app, ["compare", "a.csv", "b.csv"])
+    assert res.exit_code == 2 and "b.csv.json" in res.output and "instances 5" in res.output

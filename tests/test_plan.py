@@ -142,3 +142,33 @@ def test_machines_share_meeting_counts_bins_within_the_target():
     rows = [{"bin_violations": (0, 1, 5, 10)}, {"bin_violations": (0, 0)}]
     # |E| = 100, target 0.05: bins with at most 5 violations
     assert machines_share_meeting(rows, 0.05, 100) == pytest.approx(np.mean([3 / 4, 1.0]))
+
+
+def test_files_at_out_that_are_not_this_plan_s_are_kept(folder):
+    user = folder / "user"
+    user.mkdir()
+    (user / "frontier.png").write_text("my picture\n")
+    res = _plan(folder, "--slo", "0.95", "--out", str(user))
+    assert res.exit_code == 2 and "frontier.png" in res.output and "--force" in res.output
+    assert (user / "frontier.png").read_text() == "my picture\n" and not (user / "plan.json").exists()
+    # the config itself named like an output: never replaced, even with --force
+    inputs = folder / "inputs"
+    inputs.mkdir()
+    (inputs / "plan.json").write_text((folder / "plan.toml").read_text().replace('"store.h5"', '"../store.h5"'))
+    text = (inputs / "plan.json").read_text()
+    res = runner.invoke(app, ["plan", str(inputs / "plan.json"), "--slo", "0.95", "--out", str(inputs), "--force"])
+    assert res.exit_code == 2 and "is the config" in res.output
+    assert (inputs / "plan.json").read_text() == text
+
+
+def test_a_cache_with_values_out_of_their_domain_is_recomputed(folder):
+    assert _plan(folder, "--slo", "0.95", "--out", str(folder / "a")).exit_code == 0
+    for f in (folder / "cache" / "plans").glob("*.csv"):
+        lines = f.read_text().splitlines()
+        header = lines[0].split(",")
+        q = header.index("q")
+        edited = [",".join(v if i != q else "-1" for i, v in enumerate(line.split(","))) for line in lines[1:]]
+        f.write_text("\n".join([lines[0], *edited]) + "\n")
+    res = _plan(folder, "--slo", "0.95", "--out", str(folder / "b"))
+    assert res.exit_code == 0, res.output
+    assert (folder / "a" / "plan.csv").read_bytes() == (folder / "b" / "plan.csv").read_bytes()

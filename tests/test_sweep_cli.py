@@ -288,3 +288,19 @@ def test_sweep_writes_a_summary_per_grid_point_and_refuses_older_results(workdir
     Path("r.csv.json").write_text(json.dumps(dict(meta, results_schema=1, fingerprint="of an older schema")))
     again = invoke("sweep", "sweep.toml", "--out", "r.csv")
     assert again.exit_code == 2 and "earlier colosim (results schema 1)" in again.output
+
+
+def test_the_summary_path_is_checked_before_any_work(workdir):
+    Path("s.csv.summary.csv").mkdir()
+    res = invoke("sweep", "sweep.toml", "--out", "s.csv")
+    assert res.exit_code == 2 and "s.csv.summary.csv" in res.output and not Path("s.csv").exists()
+    Path("u.csv.summary.csv").write_text("mine\n")
+    res = invoke("sweep", "sweep.toml", "--out", "u.csv")
+    assert res.exit_code == 2 and "--force" in res.output and not Path("u.csv").exists()
+    assert Path("u.csv.summary.csv").read_text() == "mine\n"
+    # the store named like the summary: never replaced, even with --force
+    Path("st.csv.summary.csv").write_bytes(Path("store.h5").read_bytes())
+    Path("st.toml").write_text(CONFIG.replace('"store.h5"', '"st.csv.summary.csv"'))
+    res = invoke("sweep", "st.toml", "--out", "st.csv", "--force")
+    assert res.exit_code == 2 and "is the store" in res.output
+    assert Path("st.csv.summary.csv").read_bytes() == Path("store.h5").read_bytes()

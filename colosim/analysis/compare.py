@@ -167,9 +167,12 @@ def store_realizations(path_a: Path, path_b: Path) -> int | None:
             raise InputError(f"{meta_path(path_b)}: its store differs from {meta_path(path_a)}'s "
                              f"(store_attrs {_first_difference(sa, sb)})")
         ia, ib = meta_a.get("instances"), meta_b.get("instances")
+        for path, inst in ((path_a, ia), (path_b, ib)):
+            if inst is not None and not isinstance(inst, dict):
+                raise InputError(f"{meta_path(path)}: instances {inst!r} is not a table of count, tasks and seed")
         if ia is not None and ib is not None and (ia.get("seed"), ia.get("tasks")) != (ib.get("seed"), ib.get("tasks")):
-            raise InputError(f"{meta_path(path_b)}: its instances (seed {ib.get('seed')}, {ib.get('tasks')} tasks) "
-                             f"are not {meta_path(path_a)}'s (seed {ia.get('seed')}, {ia.get('tasks')} tasks): "
+            raise InputError(f"{meta_path(path_b)}: its instances (seed {ib.get('seed')!r}, {ib.get('tasks')!r} tasks) "
+                             f"are not {meta_path(path_a)}'s (seed {ia.get('seed')!r}, {ia.get('tasks')!r} tasks): "
                              "rows of the same instance number would not be the same tasks")
     for meta in (meta_a, meta_b):
         if meta is not None and meta.get("realizations") is not None:

@@ -56,7 +56,7 @@ def frontier_figure(result) -> Figure:
     view = "worst machine q_max" if result.per_machine else "fleet-wide q"
     ax.set_xlabel(f"95% upper bound of mean {view} (line back to the mean)")
     ax.set_ylabel("machines per 1,000 tasks (mean, 95% interval)")
-    ax.set_title(f"Plan for SLO {result.slo:g}: training probes (dots, {result.training} instances), "
+    ax.set_title(f"Plan for SLO {result.slo:.10g}: training probes (dots, {result.training} instances), "
                  f"held-out choice (stars, {result.held_out})", fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="upper right", title="held-out choice (hollow: misses)", title_fontsize=7)

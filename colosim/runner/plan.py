@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +46,12 @@ from ..model.grid import GridPoint, evaluation_columns, value_text
 from ..model.intervals import mean_difference_interval, mean_q_interval
 from ..progress import Progress, no_progress
 from ..sources.resolve import cache_dir, resolve_store
-from .sweep import check_against_store, instance_rows
+from .sweep import _deferred_interrupt, check_against_store, instance_rows
 
 PLAN_FORMAT = "colosim-plan"
+
+#: What a plan writes in its --out folder.
+OUTPUTS = ("plan.json", "plan.csv", "frontier.png")
 
 _RHOS = (0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01, 0.005, 0.003, 0.002, 0.001, 5e-4, 3e-4, 2e-4, 1e-4,
          5e-5, 2e-5, 1e-5, 5e-6, 2e-6, 1e-6, 1e-7, 1e-8)
@@ -184,7 +188,7 @@ class Evaluations:
         if reuse and self.path.is_file():
             try:
                 self.rows = {(r["instance"], r["estimator"], r["headroom"]): r for r in _read_cache(self.path)}
-            except (InputError, OSError, UnicodeDecodeError, csv.Error):
+            except (InputError, OSError, UnicodeDecodeError, csv.Error, IndexError):
                 self.rows = {}
 
     def get(self, k: int, p: Probe) -> dict | None:
@@ -226,6 +230,11 @@ def _read_cache(path: Path) -> list[dict]:
                     row[c] = float(r[c])
             except (ValueError, KeyError):
                 raise InputError(f"{path}: line {line}: malformed evaluation") from None
+            if not (row["m_abs"] >= 1 and row["m_norm"] >= 1 and len(row["bin_violations"]) == row["m_abs"]
+                    and all(math.isfinite(row[c]) for c in ("m", "q", "q_max", "severity", *results.INTERVALS))
+                    and 0 <= row["q_ci_low"] <= row["q"] <= row["q_ci_high"] <= 1 and 0 <= row["q_max"] <= 1
+                    and min(row["bin_violations"]) >= 0):
+                raise InputError(f"{path}: line {line}: an evaluation out of its domain")
             out.append(row)
     return out
 
@@ -236,6 +245,7 @@ class _Evaluator:
     def __init__(self, config: SweepConfig, store: Store, base: GridPoint, cache: Evaluations):
         self.config, self.store, self.base, self.cache = config, store, base, cache
         self.computed = 0
+        self.stop = None  # a threading.Event set by Ctrl-C
         self.columns = evaluation_columns(base.clairvoyance, store.n_realizations)
 
     def point(self, p: Probe) -> GridPoint:
@@ -244,8 +254,11 @@ class _Evaluator:
 
     def rows(self, probes: list[Probe], instances, advance) -> dict[Probe, list[dict]]:
         """Every probe's row on every instance, computing the missing ones
-        (one engine call per instance for all its missing probes)."""
+        (one engine call per instance for all its missing probes). A Ctrl-C
+        stops after the instance in progress, whose rows are kept."""
         for k in instances:
+            if self.stop is not None and self.stop.is_set():
+                raise KeyboardInterrupt
             missing = list(dict.fromkeys(p for p in probes if self.cache.get(k, p) is None))
             if missing:
                 index = instance_rows(self.config.instances.seed, k, self.store.n_tasks, self.config.instances.tasks)
@@ -288,36 +301,54 @@ def plan(config: SweepConfig, store_path: Path, out: Path, slo: float, *, per_ma
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: exists and is not a directory (--out)")
+    outputs = [out / name for name in OUTPUTS]
+    for path in outputs:
+        for given, what in ((config.path, "the config"), (Path(store_path), "the store")):
+            if path.exists() and given.exists() and path.resolve() == given.resolve():
+                raise InputError(f"{path}: is {what} of this plan; choose another --out")
+        if path.exists() and not path.is_file():
+            raise InputError(f"{path}: exists and is not a file (--out)")
     with open_store(store_path) as store:
         check_against_store(config, store)
         fp = fingerprint(config, store)
         previous = _read_json(out / "plan.json")
         asked = {"slo": slo, "per_machine": per_machine, "fingerprint": fp, "instances": config.instances.count}
-        if (out / "plan.csv").exists() and not force and {k: previous.get(k) for k in asked} != asked:
-            raise InputError(f"{out}: holds a plan of another config, store or SLO; pass --force to replace it, "
-                             "or choose another --out")
+        ours = {k: previous.get(k) for k in asked} == asked
+        taken = [p for p in outputs if p.exists()]
+        if taken and not force and not ours:
+            raise InputError(f"{taken[0]}: exists and is not this plan's (another config, store or SLO, or not a "
+                             "plan); pass --force to replace it, or choose another --out")
         out.mkdir(parents=True, exist_ok=True)
+        meta = json.dumps({"format": PLAN_FORMAT, **asked, "config": str(config.path), "store": str(store.path),
+                           "colosim_version": __version__, "numpy_version": np.__version__},
+                          indent=2, sort_keys=True) + "\n"
+        write_text_atomic(out / "plan.json", meta)  # first: an interrupted plan is still this plan's
         ev = _Evaluator(config, store, base, Evaluations(fp))
-        train, held = split(config.instances.count)
-        families = _search(ev, base, train, target, per_machine, progress)
-        advance = progress("plan: held-out check", len(held))
-        chosen = ev.rows([f.chosen for f in families], held, advance)
-        for f in families:
-            rows = f.rows = chosen[f.chosen]
-            f.held_out = ev.summary(rows)
-            f.held_out["machines_share_meeting"] = machines_share_meeting(rows, target, ev.columns)
-            f.meets = _bound(f.held_out, per_machine) <= target
-        families.sort(key=lambda f: (not f.meets, f.held_out["m_abs_mean"], _bound(f.held_out, per_machine),
-                                     f.family))
-        result = PlanResult(slo, per_machine, config.instances.tasks, len(train), len(held), families, out,
-                            ev.computed, ev.columns)
-        write_text_atomic(out / "plan.csv", plan_text(result))
-        from ..figures.plan import plot_frontier
+        with _deferred_interrupt() as stop:
+            ev.stop = stop
+            result = _plan(ev, config, base, out, slo, target, per_machine, progress)
+    return result
 
-        plot_frontier(result, out / "frontier.png")
-        write_text_atomic(out / "plan.json", json.dumps({
-            "format": PLAN_FORMAT, **asked, "config": str(config.path), "store": str(store.path),
-            "colosim_version": __version__, "numpy_version": np.__version__}, indent=2, sort_keys=True) + "\n")
+
+def _plan(ev, config, base, out, slo, target, per_machine, progress) -> PlanResult:
+    """Search, check on the held-out instances, write plan.csv and the figure."""
+    train, held = split(config.instances.count)
+    families = _search(ev, base, train, target, per_machine, progress)
+    advance = progress("plan: held-out check", len(held))
+    chosen = ev.rows([f.chosen for f in families], held, advance)
+    for f in families:
+        rows = f.rows = chosen[f.chosen]
+        f.held_out = ev.summary(rows)
+        f.held_out["machines_share_meeting"] = machines_share_meeting(rows, target, ev.columns)
+        f.meets = _bound(f.held_out, per_machine) <= target
+    families.sort(key=lambda f: (not f.meets, f.held_out["m_abs_mean"], _bound(f.held_out, per_machine),
+                                 f.family))
+    result = PlanResult(slo, per_machine, config.instances.tasks, len(train), len(held), families, out,
+                        ev.computed, ev.columns)
+    write_text_atomic(out / "plan.csv", plan_text(result))
+    from ..figures.plan import plot_frontier
+
+    plot_frontier(result, out / "frontier.png")
     return result
 
 
@@ -373,7 +404,7 @@ def answer(result: PlanResult) -> str:
     per = 1000 / result.tasks
     meeting = [f for f in result.families if f.meets]
     if not meeting:
-        text = (f"No family meets SLO {result.slo:g} {view} (violations at most {result.target:.3g}) on the "
+        text = (f"No family meets SLO {result.slo:.10g} {view} (violations at most {result.target:.3g}) on the "
                 f"{result.held_out} held-out instances.")
         floor = resolvable_bound(result)
         if floor > result.target:
@@ -383,7 +414,7 @@ def answer(result: PlanResult) -> str:
     best = meeting[0]
     s = best.held_out
     bound = "q_max" if result.per_machine else "q"
-    text = (f"SLO {result.slo:g} {view}: {s['m_abs_mean'] * per:.1f} machines per 1,000 tasks "
+    text = (f"SLO {result.slo:.10g} {view}: {s['m_abs_mean'] * per:.1f} machines per 1,000 tasks "
             f"[{s['m_abs_ci_low'] * per:.1f}, {s['m_abs_ci_high'] * per:.1f}] with {_name(best)}; held-out "
             f"{bound} {s[bound + '_mean']:.2g} (95% upper bound {_bound(s, result.per_machine):.2g} "
             f"<= {result.target:.3g}).")

@@ -175,6 +175,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
     """
     backends.check_backend(backend)
     out = Path(out)
+    _check_summary_path(out, config, Path(store_path), force)
     with open_store(store_path) as store:
         fp = fingerprint(config, store)
         if results.finished(out, fp) and not force:
@@ -232,6 +233,23 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
         checkpoints.remove(parts)
         summary = _write_summary(out, rows, store.n_realizations)
     return SweepResult(rows, out, elapsed, True, summary, store.n_realizations)
+
+
+def _check_summary_path(out: Path, config: SweepConfig, store_path: Path, force: bool) -> None:
+    """``OUT.summary.csv`` belongs to the results at ``out``: it must not be
+    an input or anything but a file, and a file there without results
+    beside it is someone else's (replaced only with ``force``)."""
+    path = results.summary_path(out)
+    if not path.exists():
+        return
+    for given, what in ((config.path, "the config"), (store_path, "the store")):
+        if given.exists() and path.resolve() == given.resolve():
+            raise InputError(f"{path}: is {what} of this sweep, where its summary goes; choose another --out")
+    if not path.is_file():
+        raise InputError(f"{path}: exists and is not a file; the sweep's summary goes there (choose another --out)")
+    if not out.exists() and not force:
+        raise InputError(f"{path}: exists without the results it would summarize; pass --force to replace it, "
+                         "or choose another --out")
 
 
 def _write_summary(out: Path, rows: list[dict], realizations: int) -> list[dict]:
