@@ -83,3 +83,22 @@ def test_missing_source_path_is_an_input_error(tmp_path, monkeypatch):
     Path("c.toml").write_text(CONFIG.format(kind="google2011", path="nowhere"))
     res = runner.invoke(app, ["sweep", "c.toml", "--out", "a.csv"])
     assert res.exit_code == 2 and "nowhere" in res.output and "not found" in res.output
+
+
+def test_a_closed_store_never_crashes(tmp_path):
+    """Arrays taken from a store stay valid after close (run in a child
+    process, so that a crash would show as its exit code), and rows() of a
+    closed store is an error naming it."""
+    import subprocess
+    import sys
+
+    from .conftest import write_random_store
+
+    write_random_store(tmp_path / "s.h5", 20, 30)
+    code = ("import colosim, sys\n"
+            f"with colosim.open_store({str(tmp_path / 's.h5')!r}) as s:\n    x = s.x\n"
+            "print(float(x.sum()), float(s.x[3].sum()))\n"
+            "try:\n    s.rows([0])\nexcept colosim.InputError as e:\n    print('error:', e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "the store is closed" in run.stdout and "s.h5" in run.stdout

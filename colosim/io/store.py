@@ -28,7 +28,10 @@ class Store(MappedFile):
     """An open, read-only realization store.
 
     ``x`` and ``y`` are ``numpy.memmap`` views of the file; use
-    :meth:`rows` to read (and check) the rows of an instance.
+    :meth:`rows` to read (and check) the rows of an instance. Closing does
+    not unmap them: an array taken from the store stays valid (the map goes
+    with the last array that uses it), and :meth:`rows` of a closed store is
+    an error naming it.
     """
 
     path: Path
@@ -52,6 +55,8 @@ class Store(MappedFile):
     def rows(self, index, which: str = "x") -> np.ndarray:
         """Rows ``index`` of ``x`` or ``y`` as an in-memory float32 array,
         checked for NaN, infinite and negative values (SPEC §10)."""
+        if self.__dict__.get("_closed"):
+            raise InputError(f"{self.path}: the store is closed")
         if which not in ("x", "y"):
             raise ValueError(f"which must be 'x' or 'y', not {which!r}")
         source = self.x if which == "x" else self.y
@@ -77,7 +82,10 @@ class Store(MappedFile):
         return block
 
     def _mapped(self) -> tuple:
-        return self.x, self.y
+        return ()  # no unmapping: arrays handed out stay valid (see the class docstring)
+
+    def close(self) -> None:
+        self._closed = True
 
 
 def _read_rows(path: Path, source: np.memmap, index, order, block) -> None:
