@@ -2,6 +2,7 @@
 the statistics it is built on, and properties of single estimators."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy.special import logsumexp
 
+from colosim.errors import InputError
 from colosim.kernels import vector_packing
 from colosim.kernels.stats import log_mgf
 from colosim.model.estimators import (
@@ -75,6 +77,18 @@ def test_specs_parse_to_canonical_text_labels_and_families(spec, canonical, lab,
     assert est.spec == canonical and str(est) == canonical
     assert label(canonical) == lab and family(canonical) == fam
     assert parse_estimator(canonical) == est
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("av:1_0", "'1_0' is not a number"),  # Python's float() would read 10
+    ("av:inf", "'inf' is not a number"),
+    ("gpa:nan", "'nan' is not a number"),
+    ("av:0x10", "is not a number"),
+    ("gpa:1e-17", "too small to compute with"),  # 1 - rho == 1: z infinite
+])
+def test_parameters_are_plain_numbers_that_can_be_computed_with(spec, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        parse_estimator(spec)
 
 
 def test_perc_100_is_max():

@@ -218,6 +218,9 @@ ESTIMATORS: dict[str, EstimatorKind] = {e.name: e for e in (
 )}
 
 _SPEC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*(?::\s*(\S+?)\s*)?$")
+#: a parameter as a plain decimal number (not Python's lenient float(): no
+#: "1_0", "inf" or "nan")
+_NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def known_specs() -> str:
@@ -296,13 +299,16 @@ def parse_estimator(spec) -> Estimator:
         return Estimator(name)
     if raw is None:
         raise InputError(f"estimator {spec!r}: '{name}' needs a parameter ({rule.allowed})")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(f"estimator {spec!r}: parameter {raw!r} is not a number") from None
+    if not _NUMBER_RE.match(raw):
+        raise InputError(f"estimator {spec!r}: parameter {raw!r} is not a number")
+    value = float(raw)
     if not math.isfinite(value) or not rule.valid(value):
         raise InputError(f"estimator {spec!r}: parameter out of range ({rule.allowed})")
-    return Estimator(name, value)
+    estimator = Estimator(name, value)
+    if ESTIMATORS[name].z is not None and not math.isfinite(estimator.z):
+        raise InputError(f"estimator {spec!r}: parameter {raw} is too small to compute with "
+                         f"(its z = {estimator.z} is not finite)")
+    return estimator
 
 
 def family(spec: str) -> str:
