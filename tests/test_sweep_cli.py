@@ -304,3 +304,15 @@ def test_the_summary_path_is_checked_before_any_work(workdir):
     res = invoke("sweep", "st.toml", "--out", "st.csv", "--force")
     assert res.exit_code == 2 and "is the store" in res.output
     assert Path("st.csv.summary.csv").read_bytes() == Path("store.h5").read_bytes()
+
+
+@pytest.mark.parametrize("out", ["", "."])
+def test_an_empty_or_directory_out_is_refused(workdir, out):
+    res = invoke("sweep", "sweep.toml", "--out", out)
+    assert res.exit_code == 2 and "--out" in res.output and "not a results file" in res.output
+    assert not list(Path(".").glob("*.parts"))
+
+
+def test_open_store_of_no_path_is_an_input_error():
+    with pytest.raises(colosim.InputError, match="store path must be a file path"):
+        colosim.open_store(None)

@@ -127,6 +127,8 @@ def _random_access_view(path: Path, source: np.ndarray):
 def open_store(path: str | os.PathLike) -> Store:
     """Open a store for reading; any format problem is an :class:`InputError`
     naming the file."""
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise InputError(f"store path must be a file path, not {path!r}")
     path = Path(path)
     with open_h5(path, STORE_FORMAT, "colosim store") as f:
         x = memmap_dataset(path, f, "x", USAGE_DTYPE, 2, "store")

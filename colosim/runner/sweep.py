@@ -174,6 +174,8 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
     of ``workers`` processes when None).
     """
     backends.check_backend(backend)
+    if str(out) == "" or Path(out).is_dir():
+        raise InputError(f"--out {str(out)!r}: is a directory or empty, not a results file")
     out = Path(out)
     _check_summary_path(out, config, Path(store_path), force)
     with open_store(store_path) as store:
