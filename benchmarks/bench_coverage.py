@@ -37,11 +37,8 @@ SPECS = ["gpa:0.1", "gpa:0.01", "gpa:0.001", "cantelli:1", "cantelli:1.7", "av:1
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
-    z = stats.norm.ppf(0.975)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+    return ci.low, ci.high
 
 
 def main():

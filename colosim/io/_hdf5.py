@@ -14,17 +14,18 @@ from ..errors import InputError
 
 
 class MappedFile:
-    """An open file whose datasets are memory-mapped (a context manager):
-    :meth:`close` releases the maps of the arrays ``_mapped()`` names."""
+    """An open file whose datasets are memory-mapped (a context manager).
 
-    def _mapped(self) -> tuple:
-        raise NotImplementedError
+    :meth:`close` marks the file closed but does not unmap: arrays handed
+    out stay valid (a map goes with the last array that uses it), so using
+    one after close can never crash the interpreter."""
 
     def close(self) -> None:
-        for arr in self._mapped():
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None:
-                mm.close()
+        self.__dict__["_closed"] = True
+
+    @property
+    def closed(self) -> bool:
+        return self.__dict__.get("_closed", False)
 
     def __enter__(self):
         return self

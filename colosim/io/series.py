@@ -78,11 +78,6 @@ class Series(MappedFile):
         manager; see :class:`SeriesReader`)."""
         return SeriesReader(self)
 
-    def _mapped(self) -> tuple:
-        # a series hands out views of its maps (task(k)); they stay valid
-        # after close, and the maps go with the last array that uses them
-        return ()
-
 
 class SeriesReader:
     """Reads tasks of a series file with ``pread`` rather than through its

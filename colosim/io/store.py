@@ -55,7 +55,7 @@ class Store(MappedFile):
     def rows(self, index, which: str = "x") -> np.ndarray:
         """Rows ``index`` of ``x`` or ``y`` as an in-memory float32 array,
         checked for NaN, infinite and negative values (SPEC §10)."""
-        if self.__dict__.get("_closed"):
+        if self.closed:
             raise InputError(f"{self.path}: the store is closed")
         if which not in ("x", "y"):
             raise ValueError(f"which must be 'x' or 'y', not {which!r}")
@@ -81,11 +81,6 @@ class Store(MappedFile):
             )
         return block
 
-    def _mapped(self) -> tuple:
-        return ()  # no unmapping: arrays handed out stay valid (see the class docstring)
-
-    def close(self) -> None:
-        self._closed = True
 
 
 def _read_rows(path: Path, source: np.memmap, index, order, block) -> None:

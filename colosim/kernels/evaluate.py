@@ -145,6 +145,16 @@ def _bound(maxima, a, b, members):
 
 
 @jit
+def _exact_sum(block, members, a, b, t):
+    """The float64 sum of column t of the bin ``members[a:b]``, in
+    ascending position: the sum SPEC §5 judges."""
+    exact = 0.0
+    for s in range(a, b):
+        exact += np.float64(block[members[s], t])
+    return exact
+
+
+@jit
 def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
     sums are ``acc``, and their summed excess ``S - c``: sums at or above
@@ -180,9 +190,7 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
         for t in range(lo, w):
             v = acc[t]
             if (v >= below) & (v < above):
-                exact = 0.0
-                for s in range(a, b):
-                    exact += np.float64(block[members[s], t])
+                exact = _exact_sum(block, members, a, b, t)
                 if exact > c:
                     count += 1
                     excess += exact - c
@@ -209,12 +217,8 @@ def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
     if near:
         for t in range(lo, w):
             v = acc[t]
-            if (v >= below) & (v < above):
-                exact = 0.0
-                for s in range(a, b):
-                    exact += np.float64(block[members[s], t])
-                if exact > c:
-                    hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+            if (v >= below) & (v < above) and _exact_sum(block, members, a, b, t) > c:
+                hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
 
 
 @jit

@@ -54,11 +54,6 @@ class Metrics:
     def q_ci_high(self) -> float:
         return self.q_ci[1]
 
-    def machines_within(self, target: float, columns: int) -> float:
-        """The share of bins whose own violation frequency ``q_j / |E|``
-        (``columns`` = |E|) is at most ``target``."""
-        return float(np.count_nonzero(self.counts / columns <= target)) / self.counts.size
-
 
 def normalization(means_sum: float, capacity: float) -> int:
     """``m_norm = max(1, ceil(S / c))`` (SPEC §5), ``S`` the exactly rounded

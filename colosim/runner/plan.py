@@ -46,7 +46,7 @@ from ..model.grid import GridPoint, evaluation_columns, value_text
 from ..model.intervals import mean_difference_interval, mean_q_interval
 from ..progress import Progress, no_progress
 from ..sources.resolve import cache_dir, resolve_store
-from .sweep import _deferred_interrupt, check_against_store, instance_rows
+from .sweep import check_against_store, deferred_interrupt, instance_rows
 
 PLAN_FORMAT = "colosim-plan"
 
@@ -324,7 +324,7 @@ def plan(config: SweepConfig, store_path: Path, out: Path, slo: float, *, per_ma
                           indent=2, sort_keys=True) + "\n"
         write_text_atomic(out / "plan.json", meta)  # first: an interrupted plan is still this plan's
         ev = _Evaluator(config, store, base, Evaluations(fp))
-        with _deferred_interrupt() as stop:
+        with deferred_interrupt() as stop:
             ev.stop = stop
             result = _plan(ev, config, base, out, slo, target, per_machine, progress)
     return result

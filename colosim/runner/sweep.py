@@ -131,7 +131,7 @@ def default_output(config: SweepConfig) -> Path:
 
 
 @contextlib.contextmanager
-def _deferred_interrupt():
+def deferred_interrupt():
     """While a sweep runs, the first Ctrl-C only asks it to stop after the
     instance in progress (whose checkpoint is then written); a second one
     stops at once. A signal never lands inside a compiled kernel, where it
@@ -209,7 +209,7 @@ def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = Fal
         else:
             work = functools.partial(compute_instance, config, str(store.path))
         try:
-            with _deferred_interrupt() as stop:
+            with deferred_interrupt() as stop:
                 backends.run(backend, work, todo, finish, scheduler=scheduler, workers=workers)
         except KeyboardInterrupt:
             raise Interrupted(done, total, parts) from None
