@@ -1,13 +1,15 @@
-"""Atomic file creation: write to a temporary name beside the target, then
-rename. A crash or an error never leaves a half-written file under the final
+"""Atomic file creation: write to a temporary name beside the target
+(:func:`colosim.io.outputs.temp_path`, removed by the next write of the
+target when a killed process left it), then rename. A crash or an error never leaves a half-written file under the final
 name, and never touches an existing file at that name (SPEC §10)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
+
+from .outputs import remove_stale, temp_path
 
 
 @contextlib.contextmanager
@@ -25,10 +27,9 @@ def atomic_path(target: str | os.PathLike, *, overwrite: bool = True):
         from ..errors import InputError
 
         raise InputError(f"{target}: exists already (will not overwrite)")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    tmp = Path(tmp)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file gets the usual mode
+    remove_stale(folder, target.name)  # left by a killed earlier write of this target
+    tmp = temp_path(target)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the usual mode, under the umask
     try:
         yield tmp
         _fsync_file(tmp)
@@ -38,12 +39,6 @@ def atomic_path(target: str | os.PathLike, *, overwrite: bool = True):
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_text_atomic(target: str | os.PathLike, text: str) -> None:

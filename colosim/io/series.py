@@ -19,8 +19,11 @@ from .._version import __version__
 from ..errors import InputError
 from ._hdf5 import MappedFile, attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
 from .atomic import atomic_path
+from .outputs import hdf5_kind
 
 SERIES_FORMAT = "colosim-series"
+#: What ``--force`` may replace with a new series file (:mod:`colosim.io.outputs`).
+SERIES_KIND = hdf5_kind(SERIES_FORMAT, "colosim series file (HDF5)")
 USAGE_DTYPE = np.dtype("<f4")
 
 #: length of one record's window (Google 2011 and 2019: 5 minutes), in the
@@ -193,8 +196,8 @@ def write_series(
     scan_usage(path, "avg", avg)
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
-            f.create_dataset("task_id", data=task_id)
-            f.create_dataset("offsets", data=offsets)
+            f.create_dataset("task_id", data=task_id, track_times=False)
+            f.create_dataset("offsets", data=offsets, track_times=False)
             for name, arr in (("inst", inst), ("avg", avg), ("start_time", start_time)):
                 create_contiguous(f, name, arr.shape, arr.dtype)
                 f[name][...] = arr
@@ -243,8 +246,8 @@ class SeriesWriter:
         try:
             self._file = h5py.File(self.tmp, "w")
             f = self._file
-            f.create_dataset("task_id", data=self.task_id)
-            f.create_dataset("offsets", data=self.offsets)
+            f.create_dataset("task_id", data=self.task_id, track_times=False)
+            f.create_dataset("offsets", data=self.offsets, track_times=False)
             create_contiguous(f, "inst", (self.n_records,), USAGE_DTYPE)
             create_contiguous(f, "avg", (self.n_records,), USAGE_DTYPE)
             create_contiguous(f, "start_time", (self.n_records,), np.dtype("<i8"))

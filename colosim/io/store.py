@@ -18,8 +18,11 @@ from .._version import __version__
 from ..errors import InputError
 from ._hdf5 import MappedFile, attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
 from .atomic import atomic_path
+from .outputs import hdf5_kind
 
 STORE_FORMAT = "colosim-store"
+#: What ``--force`` may replace with a new store (:mod:`colosim.io.outputs`).
+STORE_KIND = hdf5_kind(STORE_FORMAT, "colosim store (HDF5)")
 USAGE_DTYPE = np.dtype("<f4")
 
 
@@ -189,7 +192,7 @@ class StoreWriter:
             with h5py.File(self.tmp, "w") as f:
                 create_contiguous(f, "x", shape, USAGE_DTYPE)
                 create_contiguous(f, "y", shape, USAGE_DTYPE)
-                f.create_dataset("task_id", data=self._task_id)
+                f.create_dataset("task_id", data=self._task_id, track_times=False)
                 f.attrs["format"] = STORE_FORMAT
                 f.attrs["format_version"] = 1
                 f.attrs["seed"] = json.dumps(self._meta["seed"])
