@@ -10,7 +10,9 @@ also for typer's usage errors; 1 an internal or I/O failure.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from .errors import InputError, parameters_as
+from .resources import MAX_REALIZATIONS, MAX_SEED, MAX_TASKS
 from .runner.backends import BACKENDS
 from .sources.ingest import MIN_RECORDS, ON_BAD_LINES
 from .sources.realize import SAMPLINGS
@@ -30,7 +33,8 @@ class _App(TyperGroup):
         from .runner.sweep import Interrupted
 
         try:
-            return super().invoke(ctx)
+            with _terminate_as_interrupt():
+                return super().invoke(ctx)
         except InputError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -40,6 +44,24 @@ class _App(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (a ``kill``, a job scheduler's stop) is handled as Ctrl-C:
+    temporary files removed, checkpoints kept, exit code 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 app = typer.Typer(
@@ -85,14 +107,26 @@ def _progress():
                             + rate)
             return Text(f"{int(task.completed)}/{int(task.total or 0)}")
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), Done(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=_stderr_console(), transient=False) as bars:
+    bars = None
 
-        def start(description: str, total: int, unit: str = ""):
-            task = bars.add_task(description, total=total, unit=unit)
-            return lambda n=1: bars.advance(task, n)
+    def start(description: str, total: int, unit: str = ""):
+        nonlocal bars
+        if bars is None:  # no display (not even an empty line) until a step starts
+            bars = Progress(TextColumn("{task.description}"), BarColumn(), Done(), TimeElapsedColumn(),
+                            TimeRemainingColumn(), console=_stderr_console(), transient=False)
+            bars.start()
+        task = bars.add_task(description, total=total, unit=unit)
+        return lambda n=1: bars.advance(task, n)
 
+    try:
         yield start
+    except BaseException:
+        if bars is not None:  # an error or interruption is one line: the bars go
+            bars.live.transient = True
+        raise
+    finally:
+        if bars is not None:
+            bars.stop()
 
 
 @app.command()
@@ -108,8 +142,10 @@ def sweep(
         None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."
     ),
     workers: int = typer.Option(
-        2, "--workers", min=1, help="Worker processes of the local Dask cluster (without --scheduler)."
+        2, "--workers", min=1, max=1024, help="Worker processes of the local Dask cluster (without --scheduler)."
     ),
+    wait: bool = typer.Option(False, "--wait", help="If another run is writing --out, wait for it (default: "
+                              "exit 2 naming its process)."),
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
@@ -121,7 +157,11 @@ def sweep(
 
     with _progress() as progress, parameters_as({"backend": "--backend", "scheduler": "--scheduler"}):
         result = sweep_file(config, out=out, force=force, progress=progress, backend=backend,
-                            scheduler=scheduler, workers=workers)
+                            scheduler=scheduler, workers=workers, wait=wait)
+    if result.discarded:
+        typer.echo(f"note: {len(result.discarded)} checkpoint(s) did not match their record and were computed "
+                   f"again (instances {', '.join(map(str, result.discarded[:10]))}"
+                   f"{', ...' if len(result.discarded) > 10 else ''})", err=True)
     if not quiet:
         _print_summary(result.summary)
     if result.computed:
@@ -180,6 +220,7 @@ def plan(
     per_machine: bool = typer.Option(False, "--per-machine",
                                      help="Hold the SLO on every machine (q_max), not fleet-wide (q)."),
     force: bool = typer.Option(False, "--force", help="Replace a plan of another config or SLO at --out."),
+    wait: bool = typer.Option(False, "--wait", help="If another run is writing --out, wait for it."),
 ) -> None:
     """The cheapest estimator of every family that meets an SLO.
 
@@ -191,7 +232,7 @@ def plan(
     from .runner.plan import answer, plan_file
 
     with _progress() as progress, parameters_as({"slo": "--slo"}):
-        result = plan_file(config, slo, out, per_machine=per_machine, force=force, progress=progress)
+        result = plan_file(config, slo, out, per_machine=per_machine, force=force, progress=progress, wait=wait)
     _print_plan(result)
     typer.echo(answer(result))
     typer.echo(f"wrote {result.out / 'plan.csv'} and {result.out / 'frontier.png'} "
@@ -224,9 +265,10 @@ def _print_plan(result) -> None:
 @app.command()
 def generate(
     out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5)."),
-    tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, help="Tasks N (rows of the store)."),
-    realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, help="Realizations R per task."),
-    seed: int = typer.Option(2017, "--seed", min=0, help="Seed of the population and of the draws."),
+    tasks: int = typer.Option(100_000, "--tasks", "-n", min=1, max=MAX_TASKS, help="Tasks N (rows of the store)."),
+    realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, max=MAX_REALIZATIONS,
+                                     help="Realizations R per task."),
+    seed: int = typer.Option(2017, "--seed", min=0, max=MAX_SEED, help="Seed of the population and of the draws."),
     sampling: str = typer.Option(
         SAMPLINGS[0], "--sampling",
         help=(
@@ -302,6 +344,7 @@ def ingest_google2011_cmd(
         ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
     ),
     tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
 ) -> None:
     """Ingest the Google 2011 trace (task_events + task_usage) into a series file."""
     from .sources.google2011 import ingest_google2011
@@ -310,7 +353,7 @@ def ingest_google2011_cmd(
         report = ingest_google2011(
             trace_dir, out, task_events=task_events, task_usage=task_usage, min_records=min_records,
             threads=threads, memory_limit=memory_limit, on_bad_lines=on_bad_lines, tmp_dir=tmp_dir,
-            progress=progress,
+            progress=progress, force=force,
         )
     _print_report(report, out)
 
@@ -331,13 +374,14 @@ def ingest_google2019_cmd(
     on_bad_lines: str = typer.Option(
         ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
     ),
+    force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
 ) -> None:
     """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5)."""
     from .sources.google2019 import ingest_google2019
 
     with _progress() as progress, parameters_as(_INGEST_NAMES):
         report = ingest_google2019(paths, out, min_records=min_records, on_bad_lines=on_bad_lines,
-                                   progress=progress)
+                                   progress=progress, force=force)
     _print_report(report, out)
 
 
@@ -347,9 +391,12 @@ def ingest_google2019_cmd(
 def realize_cmd(
     series: Path = typer.Argument(..., help="Series file (from `colosim ingest`)."),
     out: Path = typer.Option(..., "--out", "-o", help="Store file to write (HDF5, atomically)."),
-    tasks: int = typer.Option(..., "--tasks", "-n", help="N: tasks drawn without replacement from the series."),
-    realizations: int = typer.Option(..., "--realizations", "-r", help="R: draws per task."),
-    seed: int = typer.Option(..., "--seed", help="Seed of the row selection and of the draws (docs/spec.md §8)."),
+    tasks: int = typer.Option(..., "--tasks", "-n", min=1, max=MAX_TASKS,
+                              help="N: tasks drawn without replacement from the series."),
+    realizations: int = typer.Option(..., "--realizations", "-r", min=1, max=MAX_REALIZATIONS,
+                                     help="R: draws per task."),
+    seed: int = typer.Option(..., "--seed", min=0, max=MAX_SEED,
+                             help="Seed of the row selection and of the draws (docs/spec.md §8)."),
     sampling: str = typer.Option(
         SAMPLINGS[0], "--sampling",
         help=(
@@ -358,6 +405,7 @@ def realize_cmd(
         ),
     ),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing store at --out (never the series)."),
 ) -> None:
     """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8)."""
     from .sources.realize import realize_file
@@ -366,21 +414,22 @@ def realize_cmd(
              "threads": "--threads"}
     with _progress() as progress, parameters_as(names):
         realize_file(series, out, n_tasks=tasks, n_realizations=realizations, seed=seed, sampling=sampling,
-                     threads=threads, progress=progress)
+                     threads=threads, progress=progress, force=force)
     typer.echo(f"wrote {out}: {tasks} tasks x {realizations} realizations ({sampling})")
 
 
 @app.command()
 def info(
     file: Path = typer.Argument(..., help="A store, series or results file."),
-    verify: bool = typer.Option(
-        True, "--verify/--no-verify", help="Scan every value and check the recorded source checksum."
-    ),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Scan every value for NaN, infinite or negative."),
+    check_source: bool = typer.Option(
+        False, "--check-source", help="Also open the source file the provenance names and compare its checksum "
+        "(by default provenance is only printed, never opened)."),
 ) -> None:
     """Print a file's format, shape, seed and provenance, and verify it."""
     from .info import describe
 
-    lines, problems = describe(file, verify)
+    lines, problems = describe(file, verify, check_source=check_source)
     for line in lines:
         typer.echo(line)
     if problems:
@@ -426,6 +475,7 @@ def characterize(
                                             "built-in synthetic population instead of a series file."),
     population_seed: int = typer.Option(2017, "--population-seed", help="Seed of the --synthetic population "
                                         "(as `colosim generate --seed`)."),
+    force: bool = typer.Option(False, "--force", help="Replace the files of an earlier characterization in --out."),
 ):
     """Characterize a trace as in the paper's Section 3 (docs/spec.md §9): Figs. 1-6,
     Table 1, clusters and report.md with the paper's values beside."""
@@ -439,7 +489,7 @@ def characterize(
         result, written = run_characterization(
             out, series=series, synthetic=synthetic, population_seed=population_seed, store=store,
             progress=progress, seed=seed, repetitions=repetitions, sizes=_sizes(sizes), n_init=n_init,
-            store_tasks=store_tasks, realizations=realizations)
+            store_tasks=store_tasks, realizations=realizations, force=force)
     for note in result.notes:
         _stderr_console().print(f"note: {note}")
     typer.echo(f"wrote {len(written)} files to {out} (summary: {out / 'report.md'})")
@@ -452,12 +502,13 @@ def plot(
     figure: Optional[list[int]] = typer.Option(
         None, "--figure", "-f", help="Draw only this paper figure (7-13); repeatable. Default: every one "
         "the results support."),
+    force: bool = typer.Option(False, "--force", help="Replace figures already in --out."),
 ) -> None:
     """Draw the paper's Section 5 figures (7-13) that the results' grid supports."""
     from .figures.results import FIGURES, plot_file
 
     with _progress() as progress:
-        written, skipped = plot_file(results, out, figures=figure or None, progress=progress)
+        written, skipped = plot_file(results, out, figures=figure or None, progress=progress, force=force)
     for n, paths in written.items():
         typer.echo(f"Figure {n} ({FIGURES[n].title}): " + ", ".join(str(p) for p in paths))
     if skipped:

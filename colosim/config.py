@@ -52,6 +52,7 @@ else:  # pragma: no cover
 from .errors import InputError
 from .io.results import GRID_KEYS, fingerprint
 from .model.grid import GridPoint, normalize, value_text
+from .resources import MAX_INSTANCES, MAX_REALIZATIONS, MAX_SEED, MAX_TASKS
 from .sources.ingest import MIN_RECORDS
 from .sources.realize import SAMPLINGS
 
@@ -187,9 +188,9 @@ def parse_config(raw: dict, path: Path, *, grid_required: bool = True) -> SweepC
     inst = raw["instances"]
     _keys(inst, {"count", "tasks", "seed"}, path, "instances.")
     instances = Instances(
-        count=_int(inst, "count", path, "instances.", minimum=1),
-        tasks=_int(inst, "tasks", path, "instances.", minimum=1),
-        seed=_int(inst, "seed", path, "instances.", minimum=0),
+        count=_int(inst, "count", path, "instances.", minimum=1, maximum=MAX_INSTANCES),
+        tasks=_int(inst, "tasks", path, "instances.", minimum=1, maximum=MAX_TASKS),
+        seed=_int(inst, "seed", path, "instances.", minimum=0, maximum=MAX_SEED),
     )
     grid = _grid(raw["grid"], path)
     output = None
@@ -243,7 +244,7 @@ def _grid(table: dict, path: Path) -> tuple[tuple[str, tuple], ...]:
 
 def _source(src: dict, path: Path) -> Source:
     kind = src.get("kind")
-    if kind not in SOURCE_KINDS:
+    if not isinstance(kind, str) or kind not in SOURCE_KINDS:
         raise InputError(f"{path}: source.kind must be one of {', '.join(SOURCE_KINDS)}, not {kind!r}")
     cls = SOURCE_KINDS[kind]
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -271,7 +272,8 @@ def _source(src: dict, path: Path) -> Source:
             values[name] = float(v)
         else:
             minimum = {"tasks": 1, "realizations": 2, "seed": 0, "min_records": 1}[name]
-            values[name] = _int(src, name, path, "source.", minimum=minimum)
+            maximum = {"tasks": MAX_TASKS, "realizations": MAX_REALIZATIONS, "seed": MAX_SEED}.get(name)
+            values[name] = _int(src, name, path, "source.", minimum=minimum, maximum=maximum)
     return cls(**values)
 
 
@@ -281,7 +283,7 @@ def _keys(table: dict, allowed: set, path: Path, prefix: str) -> None:
             raise InputError(f"{path}: unknown key '{prefix}{key}' (allowed: {', '.join(sorted(allowed))})")
 
 
-def _int(table, key, path, prefix, minimum):
+def _int(table, key, path, prefix, minimum, maximum=None):
     if key not in table:
         raise InputError(f"{path}: missing key '{prefix}{key}'")
     v = table[key]
@@ -289,6 +291,8 @@ def _int(table, key, path, prefix, minimum):
         raise InputError(f"{path}: {prefix}{key} must be an integer, not {v!r}")
     if v < minimum:
         raise InputError(f"{path}: {prefix}{key} must be >= {minimum}, not {v}")
+    if maximum is not None and v > maximum:
+        raise InputError(f"{path}: {prefix}{key} must be <= {maximum:_}, not {v:_}")
     return v
 
 

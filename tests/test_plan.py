@@ -157,7 +157,7 @@ def test_files_at_out_that_are_not_this_plan_s_are_kept(folder):
     (inputs / "plan.json").write_text((folder / "plan.toml").read_text().replace('"store.h5"', '"../store.h5"'))
     text = (inputs / "plan.json").read_text()
     res = runner.invoke(app, ["plan", str(inputs / "plan.json"), "--slo", "0.95", "--out", str(inputs), "--force"])
-    assert res.exit_code == 2 and "is the config" in res.output
+    assert res.exit_code == 2 and "is the input" in res.output
     assert (inputs / "plan.json").read_text() == text
 
 

@@ -67,7 +67,7 @@ def test_interrupted_sweep_resumes_with_only_the_missing_instances(workdir, monk
     with pytest.raises(sweep_module.Interrupted) as info:
         sweep_module.sweep(cfg, workdir / "store.h5", out)
     assert info.value.done == 2 and not out.exists()
-    assert sorted(p.name for p in (workdir / "r.csv.parts").glob("instance-*")) == [
+    assert sorted(p.name for p in (workdir / "r.csv.parts").glob("instance-*.csv")) == [
         "instance-000000.csv", "instance-000001.csv"]
     calls.clear()
     interrupt_at[0] = None

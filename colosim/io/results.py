@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InputError
 from .atomic import write_text_atomic
+from .outputs import csv_kind, json_kind
 
 RESULTS_FORMAT = "colosim-results"
 #: The version of the table's columns; a sweep's fingerprint includes it, so
@@ -60,6 +61,12 @@ INTERVALS = ("q_ci_low", "q_ci_high")
 EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type")
 
 COLUMNS = ("instance", *GRID_KEYS, *METRICS, *INTERVALS)
+
+#: What ``--force`` may replace at a sweep's outputs (:mod:`colosim.io.outputs`):
+#: a results table, its sidecar, its summary.
+RESULTS_KIND = csv_kind(",".join(COLUMNS[:3]) + ",", "colosim results table (CSV)")
+META_KIND = json_kind(RESULTS_FORMAT, "colosim results sidecar (JSON)")
+SUMMARY_KIND = csv_kind(",".join(GRID_KEYS) + ",instances,", "colosim results summary (CSV)")
 
 _INTS = ("instance", "m_abs", "m_norm", "oversize")
 _FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS)
@@ -112,7 +119,8 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
     keys' meaning (for example that the estimator is known) and raises
     :class:`InputError`; it may put their values in canonical form. The
     first bad row is an :class:`InputError`
-    naming the file and line (the header is line 1).
+    naming the file and line (the header is line 1); so is a row that
+    repeats an earlier one's instance and grid point.
     """
     path = Path(path)
     try:
@@ -129,7 +137,7 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
             if extra != tuple(c for c in EXTRA_COLUMNS if c in extra) or not paired:
                 raise InputError(f"{path}: not a colosim results table (unknown or misplaced columns "
                                  f"{', '.join(extra)})")
-            out = []
+            out, seen = [], {}
             for line, values in enumerate(reader, start=2):
                 where = f"{path}: line {line}"
                 if len(values) != len(names):
@@ -146,6 +154,11 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
                         check_point(row)
                     except InputError as exc:
                         raise InputError(f"{where}: {exc}") from None
+                key = (row["instance"], *(format_value(row[k]) for k in GRID_KEYS))
+                if key in seen:
+                    raise InputError(f"{where}: instance {row['instance']} at this grid point again "
+                                     f"(first on line {seen[key]})")
+                seen[key] = line
                 out.append(row)
             return out
     except FileNotFoundError:
@@ -252,8 +265,34 @@ def read_meta(results: Path) -> dict | None:
     return meta
 
 
-def finished(results: Path, fingerprint_: str) -> bool:
-    """Whether ``results`` holds the complete results of this fingerprint."""
+def sha256_text_file(path) -> str:
+    """SHA-256 of a file's bytes, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def status(results: Path, fingerprint_: str) -> str:
+    """What ``results`` holds for this fingerprint: ``"absent"`` (no file),
+    ``"finished"`` (the complete results, matching the row count and
+    checksum its sidecar records), ``"damaged"`` (its sidecar says they are
+    this fingerprint's, but the file no longer matches it: cut, edited) or
+    ``"other"`` (anything else: another config or store, an earlier
+    colosim, no sidecar)."""
+    results = Path(results)
+    if not results.is_file():
+        return "absent"
     meta = read_meta(results)
-    return (Path(results).is_file() and meta is not None and meta.get("fingerprint") == fingerprint_
-            and meta.get("complete") is True)
+    if meta is None or meta.get("fingerprint") != fingerprint_ or meta.get("complete") is not True:
+        return "other"
+    if "sha256" not in meta:
+        return "other"  # an earlier colosim's, without a checksum
+    return "finished" if meta.get("sha256") == sha256_text_file(results) else "damaged"
+
+
+def finished(results: Path, fingerprint_: str) -> bool:
+    """Whether ``results`` holds the complete results of this fingerprint,
+    matching the checksum its sidecar records."""
+    return status(results, fingerprint_) == "finished"

@@ -8,6 +8,7 @@ in the caller's thread.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -25,15 +26,28 @@ Work = Callable[[int], list]
 Finish = Callable[[int, list], None]
 
 
-def check_backend(backend: str) -> None:
+_ADDRESS = re.compile(r"^((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?/?$")
+
+
+def check_backend(backend: str, scheduler: str | None = None) -> None:
+    """A known backend, and a scheduler address of the form
+    ``[PROTOCOL://]HOST[:PORT]`` (only with the dask backend)."""
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}", param="backend")
+    if scheduler is None:
+        return
+    if backend != "dask":
+        raise InputError(f"scheduler {scheduler!r} is for the dask backend (pass --backend dask)", param="scheduler")
+    m = _ADDRESS.match(scheduler)
+    if m is None or (m.group(4) and not 0 < int(m.group(4)[1:]) < 65536):
+        raise InputError(f"scheduler {scheduler!r} is not an address PROTOCOL://HOST:PORT (e.g. tcp://host:8786)",
+                         param="scheduler")
 
 
 def run(backend: str, work: Work, todo: list[int], finish: Finish, *, scheduler: str | None = None,
         workers: int = 2) -> None:
     """Compute ``work(k)`` for every k of ``todo`` on ``backend``."""
-    check_backend(backend)
+    check_backend(backend, scheduler)
     if backend == "local":
         run_local(work, todo, finish)
     else:

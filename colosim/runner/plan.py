@@ -38,6 +38,7 @@ from ..analysis.summary import summarize_point
 from ..config import SweepConfig, load_config
 from ..engine import instance_metrics
 from ..errors import InputError
+from ..io import outputs as guard
 from ..io import results
 from ..io.atomic import write_text_atomic
 from ..io.results import GRID_KEYS
@@ -45,7 +46,7 @@ from ..io.store import Store, open_store
 from ..model.grid import GridPoint, evaluation_columns, value_text
 from ..model.intervals import mean_difference_interval, mean_q_interval
 from ..progress import Progress, no_progress
-from ..sources.resolve import cache_dir, resolve_store
+from ..sources.resolve import cache_dir, resolve_store, source_inputs
 from .sweep import check_against_store, deferred_interrupt, instance_rows
 
 PLAN_FORMAT = "colosim-plan"
@@ -83,6 +84,11 @@ PAPER_FAMILIES = ("gpa", "cantelli", "av", "perc", "max")
 PLAN_COLUMNS = ("family", "estimator", "m_abs_mean", "m_abs_ci_low", "m_abs_ci_high", "m_mean", "q_mean",
                 "q_ci_low", "q_ci_high", "q_max_mean", "machines_share_meeting", "meets", "headroom",
                 "trained_bound", "instances")
+
+#: What ``--force`` may replace in a plan's folder (:mod:`colosim.io.outputs`).
+_KINDS = {"plan.json": guard.json_kind(PLAN_FORMAT, "colosim plan record (JSON)"),
+          "plan.csv": guard.csv_kind(",".join(PLAN_COLUMNS[:3]) + ",", "colosim plan table (CSV)"),
+          "frontier.png": guard.PNG}
 
 _CACHE_COLUMNS = ("instance", "estimator", "headroom", *results.METRICS, *results.INTERVALS, "bin_violations")
 
@@ -291,42 +297,48 @@ def machines_share_meeting(rows: list[dict], target: float, columns: int) -> flo
 
 
 def plan(config: SweepConfig, store_path: Path, out: Path, slo: float, *, per_machine: bool = False,
-         force: bool = False, progress: Progress = no_progress) -> PlanResult:
+         force: bool = False, progress: Progress = no_progress, wait: bool = False) -> PlanResult:
     """Search every family's cheapest parameter meeting SLO ``slo``, check it
     on held-out instances, and write ``out/plan.csv`` and the frontier
     figure (see the module docstring)."""
     slo = check_slo(slo)
     base = check_config(config)
     target = 1.0 - slo
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: exists and is not a directory (--out)")
-    outputs = [out / name for name in OUTPUTS]
-    for path in outputs:
-        for given, what in ((config.path, "the config"), (Path(store_path), "the store")):
-            if path.exists() and given.exists() and path.resolve() == given.resolve():
-                raise InputError(f"{path}: is {what} of this plan; choose another --out")
-        if path.exists() and not path.is_file():
-            raise InputError(f"{path}: exists and is not a file (--out)")
+    out = claim_outputs(out, [config.path, Path(store_path)])
     with open_store(store_path) as store:
         check_against_store(config, store)
         fp = fingerprint(config, store)
-        previous = _read_json(out / "plan.json")
-        asked = {"slo": slo, "per_machine": per_machine, "fingerprint": fp, "instances": config.instances.count}
-        ours = {k: previous.get(k) for k in asked} == asked
-        taken = [p for p in outputs if p.exists()]
-        if taken and not force and not ours:
-            raise InputError(f"{taken[0]}: exists and is not this plan's (another config, store or SLO, or not a "
-                             "plan); pass --force to replace it, or choose another --out")
-        out.mkdir(parents=True, exist_ok=True)
-        meta = json.dumps({"format": PLAN_FORMAT, **asked, "config": str(config.path), "store": str(store.path),
-                           "colosim_version": __version__, "numpy_version": np.__version__},
-                          indent=2, sort_keys=True) + "\n"
-        write_text_atomic(out / "plan.json", meta)  # first: an interrupted plan is still this plan's
-        ev = _Evaluator(config, store, base, Evaluations(fp))
-        with deferred_interrupt() as stop:
-            ev.stop = stop
-            result = _plan(ev, config, base, out, slo, target, per_machine, progress)
+        with guard.lock(out, wait=wait):
+            return _locked(config, store, base, out, fp, slo, target, per_machine, force, progress)
+
+
+def claim_outputs(out, inputs: list) -> Path:
+    """Check the files a plan writes in ``out`` before any work: none may
+    be an input (``inputs``), a directory, or a file of another kind
+    (:func:`colosim.io.outputs.claim`)."""
+    out = guard.claim_dir(out, inputs=inputs)
+    for name, kind in _KINDS.items():
+        guard.claim(out / name, kind=kind, inputs=inputs, force=True)
+    return out
+
+
+def _locked(config, store, base, out, fp, slo, target, per_machine, force, progress) -> PlanResult:
+    previous = _read_json(out / "plan.json")
+    asked = {"slo": slo, "per_machine": per_machine, "fingerprint": fp, "instances": config.instances.count}
+    ours = {k: previous.get(k) for k in asked} == asked
+    taken = [out / name for name in OUTPUTS if (out / name).exists()]
+    if taken and not force and not ours:
+        raise InputError(f"{taken[0]}: exists and is not this plan's (another config, store or SLO, or not a "
+                         "plan); pass --force to replace it, or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    meta = json.dumps({"format": PLAN_FORMAT, **asked, "config": str(config.path), "store": str(store.path),
+                       "colosim_version": __version__, "numpy_version": np.__version__},
+                      indent=2, sort_keys=True) + "\n"
+    write_text_atomic(out / "plan.json", meta)  # first: an interrupted plan is still this plan's
+    ev = _Evaluator(config, store, base, Evaluations(fp))
+    with deferred_interrupt() as stop:
+        ev.stop = stop
+        result = _plan(ev, config, base, out, slo, target, per_machine, progress)
     return result
 
 
@@ -448,11 +460,13 @@ def _name(f: FamilyPlan) -> str:
 
 
 def plan_file(config_path, slo: float, out, *, per_machine: bool = False, force: bool = False,
-              progress: Progress = no_progress) -> PlanResult:
+              progress: Progress = no_progress, wait: bool = False) -> PlanResult:
     """Load a plan config, make (or reuse) its store, and :func:`plan`."""
     slo = check_slo(slo)
     config = load_config(config_path, grid_required=False)
     check_config(config)
+    claim_outputs(out, [config.path, *source_inputs(config.source, config.path.parent)])
     store_path = resolve_store(config.source, config.path.parent, progress, config_path=config.path)
-    return plan(config, store_path, Path(out), slo, per_machine=per_machine, force=force, progress=progress)
+    return plan(config, store_path, Path(out), slo, per_machine=per_machine, force=force, progress=progress,
+                wait=wait)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
+import numbers
 import signal
 import threading
 import time
@@ -31,12 +33,14 @@ from ..analysis.summary import summarize, summary_text
 from ..config import CONFIG_SCHEMA, SweepConfig, load_config
 from ..engine import instance_metrics
 from ..errors import InputError
-from ..io import checkpoints, results
-from ..io.atomic import write_text_atomic
+from ..io import checkpoints, outputs, results
+from ..io.atomic import atomic_path, write_text_atomic
+from ..io.results import GRID_KEYS, METRICS
 from ..io.store import Store, open_store
 from ..model.grid import GridPoint, check_row, extra_columns, observation_split
 from ..progress import Progress, no_progress
-from ..sources.resolve import resolve_store
+from ..resources import check_memory
+from ..sources.resolve import resolve_store, source_inputs
 from . import backends
 
 
@@ -52,6 +56,8 @@ class SweepResult:
     computed: bool
     summary: list[dict]
     realizations: int
+    #: instances whose checkpoint did not match its record, computed again
+    discarded: list[int] = dataclasses.field(default_factory=list)
 
 
 class Interrupted(Exception):
@@ -132,7 +138,7 @@ def default_output(config: SweepConfig) -> Path:
 
 @contextlib.contextmanager
 def deferred_interrupt():
-    """While a sweep runs, the first Ctrl-C only asks it to stop after the
+    """While a sweep runs, the first Ctrl-C (or SIGTERM) only asks it to stop after the
     instance in progress (whose checkpoint is then written); a second one
     stops at once. A signal never lands inside a compiled kernel, where it
     would surface as an error instead of an interruption."""
@@ -146,112 +152,171 @@ def deferred_interrupt():
             raise KeyboardInterrupt
         stop.set()
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
-def _refusal(out: Path) -> InputError:
+def _refusal(out: Path, state: str) -> InputError:
     meta = results.read_meta(out)
     why = "holds results of another config or store, or of an unfinished run"
-    if meta is not None and meta.get("config_schema") != CONFIG_SCHEMA:
+    if state == "damaged":
+        why = ("does not match the row count and checksum its sidecar records (cut or edited since the sweep "
+               "wrote it)")
+    elif meta is not None and meta.get("config_schema") != CONFIG_SCHEMA:
         why = f"holds results of an earlier colosim (config schema {meta.get('config_schema', 1)})"
     elif meta is not None and meta.get("results_schema", 1) != results.RESULTS_SCHEMA:
         why = f"holds results of an earlier colosim (results schema {meta.get('results_schema', 1)})"
+    elif meta is not None and "sha256" not in meta:
+        why = "holds results of an earlier colosim (no checksum in its sidecar)"
+    elif not out.exists():
+        why = "has no results beside its sidecar or summary"
     return InputError(f"{out}: {why}; pass --force to replace them, or choose another --out")
+
+
+def claim_outputs(out, inputs: list) -> Path:
+    """Check every file a sweep writes before any work
+    (:func:`colosim.io.outputs.claim`): the results, their sidecar and
+    summary, and the checkpoint folder. None may be an input of the sweep
+    (``inputs``: the config, the store, what the store is made from), a
+    directory, or a file of another kind."""
+    out = outputs.claim(out, kind=results.RESULTS_KIND, inputs=inputs, force=True)
+    outputs.claim(results.meta_path(out), kind=results.META_KIND, inputs=inputs, force=True)
+    outputs.claim(results.summary_path(out), kind=results.SUMMARY_KIND, inputs=inputs, force=True)
+    for given in inputs:
+        if _inside(given, checkpoints.parts_dir(out)):
+            raise InputError(f"--out {out}: its checkpoint folder holds the input {given}; choose another --out")
+    checkpoints.check(out)
+    return out
+
+
+def _inside(path, folder: Path) -> bool:
+    try:
+        return Path(path).resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
+def check_resources(config: SweepConfig, store: Store) -> None:
+    """The rows of a sweep are held in memory at its end: refuse a grid
+    that would not fit (about 1 kB a row), before any work."""
+    rows = config.instances.count * len(config.points)
+    check_memory(rows * 1024, f"{config.path}: {config.instances.count} instances x {len(config.points)} "
+                              f"grid points ({rows:_} rows)")
+    n = config.instances.tasks * store.n_realizations * 4 * 2
+    check_memory(n, f"{config.path}: an instance of {config.instances.tasks} tasks x {store.n_realizations} "
+                    "realizations")
 
 
 def sweep(config: SweepConfig, store_path: Path, out: Path, *, force: bool = False,
           progress: Progress = no_progress, backend: str = "local", scheduler: str | None = None,
-          workers: int = 2) -> SweepResult:
+          workers: int = 2, wait: bool = False) -> SweepResult:
     """Run (or resume, or reuse) a sweep and write its results.
 
     ``progress`` (:mod:`colosim.progress`) is started once every input has
     been checked, in instances. ``backend`` is ``"local"`` (this process,
     Numba threads) or ``"dask"`` (``scheduler`` address, or a local cluster
-    of ``workers`` processes when None).
+    of ``workers`` processes when None). Another run writing ``out`` is an
+    error, or with ``wait`` waited for.
     """
-    backends.check_backend(backend)
-    if str(out) == "" or Path(out).is_dir():
-        raise InputError(f"--out {str(out)!r}: is a directory or empty, not a results file")
-    out = Path(out)
-    _check_summary_path(out, config, Path(store_path), force)
+    backends.check_backend(backend, scheduler)
+    out = claim_outputs(out, [config.path, Path(store_path)])
     with open_store(store_path) as store:
         fp = fingerprint(config, store)
-        if results.finished(out, fp) and not force:
-            rows = read_results(out)
-            return SweepResult(rows, out, 0.0, False, _write_summary(out, rows, store.n_realizations),
-                               store.n_realizations)
-        if out.exists() and not force:
-            raise _refusal(out)
         check_against_store(config, store)
-        parts = checkpoints.prepare(out, fp, force=force)
-        total = config.instances.count
-        todo = checkpoints.missing(parts, total)
-        advance = progress(f"sweep {config.path.name}", total)
-        if total > len(todo):
-            advance(total - len(todo))
-        t0 = time.perf_counter()
-        done = total - len(todo)
+        check_resources(config, store)
+        with outputs.lock(out, wait=wait):
+            return _sweep(config, store, out, fp, force, progress, backend, scheduler, workers)
 
-        def finish(k, rows):
-            nonlocal done
-            checkpoints.write_part(parts, k, results.csv_text(rows, columns(config), with_header=False))
-            done += 1
-            advance(1)
-            if stop.is_set():
-                raise KeyboardInterrupt
 
-        if backend == "local":
-            work = functools.partial(instance_results, config, store)
-        else:
-            work = functools.partial(compute_instance, config, str(store.path))
-        try:
-            with deferred_interrupt() as stop:
-                backends.run(backend, work, todo, finish, scheduler=scheduler, workers=workers)
-        except KeyboardInterrupt:
-            raise Interrupted(done, total, parts) from None
-        elapsed = time.perf_counter() - t0
-        header = results.csv_text([], columns(config))
-        write_text_atomic(out, header + checkpoints.joined(parts, total))
+def _finite(rows) -> bool:
+    first = len(GRID_KEYS) + 1
+    return all(all(isinstance(v, numbers.Real) and math.isfinite(v) for v in r[first:first + len(METRICS)])
+               for r in rows)
+
+
+def _sweep(config, store, out, fp, force, progress, backend, scheduler, workers) -> SweepResult:
+    state = results.status(out, fp)
+    if state == "finished" and not force:
         rows = read_results(out)
-        results.write_meta(out, {
-            "complete": True,
-            "config": str(config.path),
-            "config_schema": CONFIG_SCHEMA,
-            "results_schema": results.RESULTS_SCHEMA,
-            "fingerprint": fp,
-            "store": str(store.path),
-            "store_attrs": store.attrs,
-            "rows": len(rows),
-            "realizations": store.n_realizations,
-            "instances": dataclasses.asdict(config.instances),
-            "elapsed_seconds": round(elapsed, 3),
-            "colosim_version": __version__,
-            "numpy_version": np.__version__,
-        })
-        checkpoints.remove(parts)
-        summary = _write_summary(out, rows, store.n_realizations)
-    return SweepResult(rows, out, elapsed, True, summary, store.n_realizations)
+        return SweepResult(rows, out, 0.0, False, _write_summary(out, rows, store.n_realizations),
+                           store.n_realizations, [])
+    taken = [p for p in (out, results.meta_path(out), results.summary_path(out)) if p.exists()]
+    if taken and not force:
+        raise _refusal(out, state)
+    parts, created = checkpoints.prepare(out, fp, force=force)
+    total = config.instances.count
+    per_instance = len(config.points)
+    todo, discarded = checkpoints.missing(parts, total, fp, per_instance)
+    written: list[int] = []
+    advance = progress(f"sweep {config.path.name}", total)
+    if total > len(todo):
+        advance(total - len(todo))
+    t0 = time.perf_counter()
+    done = total - len(todo)
 
+    def finish(k, rows):
+        nonlocal done
+        if len(rows) != per_instance or not _finite(rows):
+            raise InputError(f"{store.path}: instance {k} gives metrics that are not finite numbers "
+                             "(does the store hold NaN or infinite values? `colosim info` scans it)")
+        checkpoints.write_part(parts, k, results.csv_text(rows, columns(config), with_header=False), fp)
+        written.append(k)
+        done += 1
+        advance(1)
+        if stop.is_set():
+            raise KeyboardInterrupt
 
-def _check_summary_path(out: Path, config: SweepConfig, store_path: Path, force: bool) -> None:
-    """``OUT.summary.csv`` belongs to the results at ``out``: it must not be
-    an input or anything but a file, and a file there without results
-    beside it is someone else's (replaced only with ``force``)."""
-    path = results.summary_path(out)
-    if not path.exists():
-        return
-    for given, what in ((config.path, "the config"), (store_path, "the store")):
-        if given.exists() and path.resolve() == given.resolve():
-            raise InputError(f"{path}: is {what} of this sweep, where its summary goes; choose another --out")
-    if not path.is_file():
-        raise InputError(f"{path}: exists and is not a file; the sweep's summary goes there (choose another --out)")
-    if not out.exists() and not force:
-        raise InputError(f"{path}: exists without the results it would summarize; pass --force to replace it, "
-                         "or choose another --out")
+    if backend == "local":
+        work = functools.partial(instance_results, config, store)
+    else:
+        work = functools.partial(compute_instance, config, str(store.path))
+    try:
+        with deferred_interrupt() as stop:
+            backends.run(backend, work, todo, finish, scheduler=scheduler, workers=workers)
+    except KeyboardInterrupt:
+        raise Interrupted(done, total, parts) from None
+    except InputError:
+        # exit 2 means nothing was created: drop what this run added
+        if created:
+            checkpoints.remove(parts)
+        else:
+            for k in written:
+                checkpoints.discard(parts, k)
+        raise
+    elapsed = time.perf_counter() - t0
+    header = results.csv_text([], columns(config))
+    text = header + checkpoints.joined(parts, total, fp, per_instance)
+    with atomic_path(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        try:
+            rows = read_results(tmp)
+        except InputError as exc:
+            raise InputError(f"{out}: the joined checkpoints are not a valid results table "
+                             f"({str(exc).removeprefix(str(tmp) + ': ')})") from None
+        digest = results.sha256_text_file(tmp)
+    results.write_meta(out, {
+        "complete": True,
+        "config": str(config.path),
+        "config_schema": CONFIG_SCHEMA,
+        "results_schema": results.RESULTS_SCHEMA,
+        "fingerprint": fp,
+        "store": str(store.path),
+        "store_attrs": store.attrs,
+        "rows": len(rows),
+        "sha256": digest,
+        "realizations": store.n_realizations,
+        "instances": dataclasses.asdict(config.instances),
+        "elapsed_seconds": round(elapsed, 3),
+        "colosim_version": __version__,
+        "numpy_version": np.__version__,
+    })
+    checkpoints.remove(parts)
+    summary = _write_summary(out, rows, store.n_realizations)
+    return SweepResult(rows, out, elapsed, True, summary, store.n_realizations, discarded)
 
 
 def _write_summary(out: Path, rows: list[dict], realizations: int) -> list[dict]:
@@ -263,13 +328,15 @@ def _write_summary(out: Path, rows: list[dict], realizations: int) -> list[dict]
 
 
 def sweep_file(config_path, *, out=None, force: bool = False, progress: Progress = no_progress,
-               backend: str = "local", scheduler: str | None = None, workers: int = 2) -> SweepResult:
+               backend: str = "local", scheduler: str | None = None, workers: int = 2,
+               wait: bool = False) -> SweepResult:
     """Load a config, make (or reuse) its store, and :func:`sweep` it into
     ``out`` (default: the config's ``[output] path``, else
     ``results/CONFIG.csv``)."""
-    backends.check_backend(backend)
+    backends.check_backend(backend, scheduler)
     config = load_config(config_path)
     out = Path(out) if out is not None else default_output(config)
+    claim_outputs(out, [config.path, *source_inputs(config.source, config.path.parent)])  # before any store is made
     store_path = resolve_store(config.source, config.path.parent, progress, config_path=config.path)
     return sweep(config, store_path, out, force=force, progress=progress, backend=backend,
-                 scheduler=scheduler, workers=workers)
+                 scheduler=scheduler, workers=workers, wait=wait)

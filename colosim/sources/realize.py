@@ -35,9 +35,11 @@ import numpy as np
 from .. import streams
 from ..errors import InputError
 from ..io._hdf5 import sha256_file
+from ..io.outputs import claim, lock
 from ..io.series import WINDOW_US, open_series
-from ..io.store import StoreWriter
+from ..io.store import STORE_KIND, StoreWriter
 from ..progress import Progress, no_progress
+from ..resources import check_disk, check_memory
 
 SAMPLINGS = ("independent", "paired", "time-aligned")
 
@@ -213,12 +215,26 @@ def realize(
             raise
 
 
+def check_store_size(out, n_tasks: int, n_realizations: int) -> None:
+    """A store of this shape must fit on the disk of ``out`` (x and y, 4
+    bytes a value) and its bookkeeping in memory, before any work."""
+    n_tasks, n_realizations = int(n_tasks), int(n_realizations)
+    what = f"a store of {n_tasks:_} tasks x {n_realizations:_} realizations"
+    check_disk(Path(out).parent, 8 * n_tasks * n_realizations + 17 * n_tasks, what)
+    check_memory(64 * n_tasks, what)
+
+
 def realize_file(series_path, out, *, n_tasks: int, n_realizations: int, seed: int,
                  sampling: str = "independent", threads: int | None = None,
-                 progress: Progress = no_progress) -> None:
+                 progress: Progress = no_progress, force: bool = False) -> None:
     """:func:`realize` from a series file, with the file's path and SHA-256
-    as the store's ``source``."""
-    with open_series(series_path) as series:
+    as the store's ``source``. An existing ``out`` is replaced only with
+    ``force``, only when it is a store, and never when it is the series."""
+    claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
+    if isinstance(n_tasks, int) and isinstance(n_realizations, int) and n_tasks >= 1 and n_realizations >= 1:
+        check_store_size(out, n_tasks, n_realizations)
+    with open_series(series_path) as series, lock(out):
+        claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
         realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
                 source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,
                 progress=progress)

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from ..errors import InputError, parameters_as
 from ..io._hdf5 import sha256_file
+from ..io.outputs import claim, lock
 from ..io.series import open_series
-from ..io.store import open_store
+from ..io.store import STORE_KIND, open_store
 from ..progress import Progress, no_progress
 from .population import MODEL_VERSION, PopulationModel, SyntheticPopulation
-from .realize import realize
+from .realize import check_store_size, realize
 
 #: the config keys of the library parameters a source's values reach
 _SOURCE_KEYS = {"n_tasks": "source.tasks", "n_realizations": "source.realizations", "sampling": "source.sampling",
@@ -63,14 +64,16 @@ def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: in
                              daily_amplitude: float = 0.0, force: bool = False) -> None:
     """Realize ``n_tasks`` tasks of the built-in population into a store
     (with a common daily pattern of that amplitude when > 0); an existing
-    ``out`` is replaced only with ``force``."""
-    if Path(out).exists() and not force:
-        raise InputError(f"{out}: exists already (pass --force to replace it)")
+    ``out`` is replaced only with ``force``, and only when it is a store."""
+    claim(out, kind=STORE_KIND, force=force)
     if not (isinstance(daily_amplitude, (int, float)) and 0 <= daily_amplitude < 1):
         raise InputError(f"daily_amplitude must be in [0, 1), not {daily_amplitude!r}", param="daily_amplitude")
-    population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
-    realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
-            source=population_source(n_tasks, seed, daily_amplitude), progress=progress)
+    check_store_size(out, n_tasks, n_realizations)
+    with lock(out):
+        claim(out, kind=STORE_KIND, force=force)  # again, now that no other run can write it
+        population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
+        realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
+                source=population_source(n_tasks, seed, daily_amplitude), progress=progress)
 
 
 def _check_store(path: Path, want: dict, found_of) -> None:
@@ -138,6 +141,17 @@ def _ingested_series(source, trace: Path, identity: str, progress: Progress) -> 
 
             ingest_google2019([trace], out, min_records=source.min_records, progress=progress)
     return out
+
+
+def source_inputs(source, config_dir: Path) -> list[Path]:
+    """The files a config's source reads (the store, series file or trace
+    folder it names), known before anything is made: no output of the run
+    may be one of them."""
+    config_dir = Path(config_dir)
+    paths = [_relative(source.path, config_dir)] if getattr(source, "path", None) else []
+    if getattr(source, "store", None):
+        paths.append(_relative(source.store, config_dir))
+    return paths
 
 
 def resolve_store(source, config_dir: Path, progress: Progress = no_progress, config_path=None) -> Path:
