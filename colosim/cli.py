@@ -19,7 +19,7 @@ from typing import Optional
 import typer
 from typer.core import TyperGroup
 
-from .errors import InputError, parameters_as
+from .errors import InputError, parameters_as, printable
 from .resources import MAX_REALIZATIONS, MAX_SEED, MAX_TASKS
 from .runner.backends import BACKENDS
 from .sources.ingest import MIN_RECORDS, ON_BAD_LINES
@@ -36,7 +36,7 @@ class _App(TyperGroup):
             with _terminate_as_interrupt():
                 return super().invoke(ctx)
         except InputError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {printable(exc)}", err=True)  # one line, whatever a file name holds
             raise typer.Exit(2) from None
         except Interrupted as exc:
             typer.echo(f"{exc}; run the same command again to resume", err=True)
@@ -482,7 +482,8 @@ def characterize(
     from .analysis.characterize_report import run_characterization
 
     names = {"seed": "--seed", "repetitions": "--repetitions", "n_init": "--n-init", "store_tasks": "--store-tasks",
-             "n_realizations": "--realizations", "synthetic": "--synthetic", "out_dir": "--out"}
+             "n_realizations": "--realizations", "realizations": "--realizations", "synthetic": "--synthetic",
+             "out_dir": "--out"}
     if (series is None) == (synthetic is None):
         raise InputError("give either a SERIES file or --synthetic N (not both)")
     with _progress() as progress, parameters_as(names):

@@ -42,3 +42,13 @@ def parameters_as(names: dict[str, str], prefix: str = ""):
         if exc.param not in names:
             raise
         raise InputError(prefix + names[exc.param] + str(exc)[len(exc.param):]) from None
+
+
+def printable(text) -> str:
+    """``str(text)`` with every non-printable character (control characters,
+    escape sequences, line and paragraph separators, lone surrogates of
+    undecodable file names) replaced by its ``\\x..``/``\\u....`` escape."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)

@@ -21,6 +21,7 @@ from ..figures.characterization import (
     save_png,
 )
 from ..io.atomic import write_text_atomic
+from ..io.outputs import PNG, claim, claim_dir, lock, text_kind
 from ..io.results import format_value
 from ..progress import Progress, no_progress
 from .characterize import (
@@ -313,11 +314,14 @@ def render_report(result: Characterization, fig1_stats=None) -> str:
 
 
 def run_characterization(out_dir, *, series=None, synthetic: int | None = None, population_seed: int = 2017,
-                         store=None, progress: Progress = no_progress, **options) -> tuple[Characterization, list]:
+                         store=None, progress: Progress = no_progress, force: bool = False,
+                         **options) -> tuple[Characterization, list]:
     """Characterize a series file (``series``) or ``synthetic`` tasks of the
     built-in population (seed ``population_seed``), with an optional store
     file for the realization-based analyses, and write every file into
-    ``out_dir``. ``options`` go to :func:`colosim.analysis.characterize.characterize`.
+    ``out_dir``. ``options`` go to :func:`colosim.analysis.characterize.characterize`;
+    they are checked, and the outputs claimed (files of an earlier
+    characterization are replaced only with ``force``), before any work.
 
     Returns the characterization and the paths written.
     """
@@ -326,11 +330,10 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
     from ..sources.population import SyntheticPopulation
     from .characterize import characterize
 
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"out_dir {out} exists and is not a folder", param="out_dir")
     if (series is None) == (synthetic is None):
         raise InputError("give either a series file or a number of synthetic tasks (not both)")
+    _check_options(store is not None, options)
+    out = claim_outputs(out_dir, [series, store], force=force)
     with contextlib.ExitStack() as stack:
         if synthetic is not None:
             if isinstance(synthetic, bool) or not isinstance(synthetic, int) or synthetic < 1:
@@ -343,5 +346,41 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
             name = str(series)
         store_file = stack.enter_context(open_store(store)) if store is not None else None
         result = characterize(source, store_file, progress=progress, name=name, **options)
-        written = write_outputs(result, out, progress=progress)
+        with lock(out):
+            written = write_outputs(result, out, progress=progress)
     return result, written
+
+
+#: The first line of each output's text, by file (PNG files are checked by
+#: their signature): what ``--force`` may replace.
+_HEADS = {
+    "fig1_mean_convergence.csv": "k,tasks,", "fig2_std_cdf.csv": "cdf,std_inst,",
+    "fig3_std_vs_mean.csv": "job_id,task_index,", "fig3_lines.csv": "data,slope,",
+    "ks_time_invariance.csv": "delta,tasks_tested,", "clusters.csv": "cluster,label,",
+    "table1.csv": "n_tasks,samples,", "fig5_sums.csv": "sample,n_tasks,bin_left,",
+    "fig6_percentile_error.csv": "sample,n_tasks,percentile,", "report.md": "# Trace characterization",
+}
+
+
+def claim_outputs(out_dir, inputs, *, force: bool = False) -> Path:
+    """Check every file a characterization writes into ``out_dir``
+    (:func:`colosim.io.outputs.claim`) before any work."""
+    out = claim_dir(out_dir, inputs=inputs)
+    for name in OUTPUT_FILES:
+        kind = PNG if name.endswith(".png") else text_kind(_HEADS[name], f"{name} of a characterization")
+        claim(out / name, kind=kind, inputs=inputs, force=force)
+    return out
+
+
+def _check_options(with_store: bool, options: dict) -> None:
+    """The options that are used late in a characterization (the in-memory
+    store's size) checked first, with the memory that store needs."""
+    for name, minimum in (("store_tasks", 1), ("realizations", 2), ("repetitions", 1), ("n_init", 1), ("seed", 0)):
+        v = options.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < minimum):
+            raise InputError(f"{name} must be an integer >= {minimum}, not {v!r}", param=name)
+    if not with_store:
+        from ..resources import check_memory
+
+        tasks, r = options.get("store_tasks", 5000), options.get("realizations", 10000)
+        check_memory(8 * tasks * r, f"an in-memory store of {tasks:_} tasks x {r:_} realizations")

@@ -30,6 +30,7 @@ is drawn.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ from matplotlib.patches import Patch
 from ..analysis.summary import rebalancing_gains, summarize_point
 from ..errors import InputError
 from ..io.atomic import atomic_path
-from ..io.results import BASE_CASE, meta_path, read_meta, read_results
+from ..io.outputs import claim, claim_dir, image_kind, lock
+from ..io.results import BASE_CASE, meta_path, read_results
 from ..model.estimators import ESTIMATORS, family
 from ..model.estimators import label as estimator_label
 from ..model.estimators import parameter as param
@@ -603,8 +605,9 @@ def plot_results(rows: list[dict], out_dir, figures=None, formats=("png", "svg")
 
 
 def load_results(path) -> list[dict]:
-    """The rows of a results table, every row checked; a table without rows
-    is an :class:`InputError`."""
+    """The rows of a results table, every row checked (as the sweep reads
+    them: the schema, the grid keys' meaning, every (instance, grid point)
+    once); a table without rows is an :class:`InputError`."""
     rows = read_results(path, check_point=check_row)
     if not rows:
         raise InputError(f"{path}: results table has a header but no rows")
@@ -614,9 +617,14 @@ def load_results(path) -> list[dict]:
 def sidecar_realizations(path) -> int | None:
     """The realization count recorded in the sidecar of the results table
     at ``path``; None without a sidecar or one without it (an earlier
-    colosim's). A count that is not a positive integer is an
-    :class:`InputError`."""
-    meta = read_meta(Path(path))
+    colosim's). A sidecar that is not a colosim results sidecar (not a
+    regular file, not a JSON object of that format), or a count that is not
+    a positive integer, is an :class:`InputError`."""
+    from ..io.results import read_sidecar
+
+    meta, problem = read_sidecar(path)
+    if problem is not None:
+        raise InputError(problem)
     value = None if meta is None else meta.get("realizations")
     if value is None:
         return None
@@ -625,19 +633,56 @@ def sidecar_realizations(path) -> int | None:
     return value
 
 
-def plot_file(path, out_dir, figures=None, progress: Progress = no_progress):
+def figure_paths(out_dir, numbers, formats=("png", "svg")) -> list[Path]:
+    """The files :func:`plot_results` writes for these figures."""
+    return [Path(out_dir) / f"{FIGURES[n].stem}.{fmt}" for n in numbers for fmt in formats]
+
+
+def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, force: bool = False):
     """Draw Figures 7–13 from the results table at ``path`` (all it
     supports, or those numbered in ``figures``); the intervals of q use the
     realization count of its sidecar (:func:`sidecar_realizations`).
-    Returns ``(written, skipped)``: figure number → files, and figure
-    number → why it could not be drawn (for those not asked for by
-    number)."""
+
+    Every input is checked, and every output claimed
+    (:func:`colosim.io.outputs.claim`: ``out_dir`` a folder that is not an
+    input, each figure file not an input, an existing one replaced only
+    with ``force`` and only when it is an image of its kind), before
+    anything is drawn or written; each figure file is locked while the run
+    writes. Returns ``(written, skipped)``: figure number → files, and
+    figure number → why it could not be drawn (for those not asked for by
+    number). An :class:`InputError`'s message has its control characters
+    escaped (it may quote the file)."""
+    from ..errors import printable
+
+    try:
+        return _plot_file(Path(path), out_dir, figures, progress, force)
+    except InputError as exc:
+        raise InputError(printable(exc)) from None
+
+
+def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool):
     rows = load_results(path)
     realizations = sidecar_realizations(path)
     support = supported_figures(rows)
     if figures is None and not any(why is None for why in support.values()):
         raise InputError(f"{path}: supports none of Figures 7-13 ("
                          + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
-    written = plot_results(rows, out_dir, figures=figures, progress=progress, realizations=realizations)
+    wanted = figures_to_draw(rows, figures)
+    inputs = [path, meta_path(path)]
+    out_dir = claim_dir(out_dir, inputs=inputs)
+    targets = figure_paths(out_dir, wanted)
+    for target in targets:
+        claim(target, kind=image_kind(target), inputs=inputs, force=force)
+    made = not out_dir.exists()
+    try:
+        with contextlib.ExitStack() as stack:
+            for target in targets:
+                stack.enter_context(lock(target))
+            written = plot_results(rows, out_dir, figures=wanted, progress=progress, realizations=realizations)
+    except BaseException:
+        if made:  # a folder this run made and left empty
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
     skipped = {n: why for n, why in support.items() if why is not None and figures is None}
     return written, skipped

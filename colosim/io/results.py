@@ -16,7 +16,9 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -252,17 +254,64 @@ def write_meta(results: Path, meta: dict) -> None:
     write_text_atomic(meta_path(results), text)
 
 
+#: the largest results sidecar read (a colosim sidecar is a few kB)
+SIDECAR_LIMIT = 1 << 24
+
+
+def regular_fd(path: Path) -> int | None:
+    """A read-only descriptor of ``path`` when it is a regular file (links
+    followed), else None; never blocks (a FIFO is refused, not opened for
+    good) and never opens a device. OSError when it cannot be read."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced meanwhile
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_sidecar(results) -> tuple[dict | None, str | None]:
+    """``(meta, problem)`` of the sidecar ``NAME.csv.json`` of the results
+    table ``results``: ``(None, None)`` when there is none, ``(dict, None)``
+    for a colosim results sidecar, else ``(None, what is wrong)``. Only a
+    regular file is read (never a FIFO or device), at most
+    :data:`SIDECAR_LIMIT` bytes."""
+    mp = meta_path(Path(results))
+    if not os.path.lexists(mp):
+        return None, None
+    try:
+        fd = regular_fd(mp)
+        if fd is None:
+            return None, f"{mp}: not a regular file, not a results sidecar"
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(SIDECAR_LIMIT + 1)
+    except FileNotFoundError:
+        return None, f"{mp}: a broken link, not a results sidecar"
+    except OSError as exc:
+        return None, f"{mp}: cannot be read ({exc.strerror or exc})"
+    if len(data) > SIDECAR_LIMIT:
+        return None, f"{mp}: over {SIDECAR_LIMIT >> 20} MiB, not a results sidecar"
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None, f"{mp}: not a JSON file, not a results sidecar"
+    if not isinstance(meta, dict):
+        return None, f"{mp}: a JSON {type(meta).__name__}, not a results sidecar (a JSON object)"
+    if meta.get("format") != RESULTS_FORMAT:
+        return None, f"{mp}: format {meta.get('format')!r}, not a results sidecar ({RESULTS_FORMAT!r})"
+    return meta, None
+
+
 def read_meta(results: Path) -> dict | None:
     """The sidecar of ``results`` as a dict; None when there is none or it
-    is not a colosim results sidecar (a JSON object of that format)."""
-    mp = meta_path(results)
-    try:
-        meta = json.loads(mp.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != RESULTS_FORMAT:
-        return None
-    return meta
+    is not a colosim results sidecar (:func:`read_sidecar` says why)."""
+    return read_sidecar(results)[0]
 
 
 def sha256_text_file(path) -> str:
