@@ -527,6 +527,7 @@ def reproduce(
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a local cluster)."
     ),
+    wait: bool = typer.Option(False, "--wait", help="If another run is writing --out, wait for it."),
 ) -> None:
     """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
     Section 5 claims beside colosim's values, each marked holds or not (tolerances: docs/spec.md §12)."""
@@ -534,7 +535,8 @@ def reproduce(
 
     with _progress() as progress, parameters_as({"backend": "--backend", "scheduler": "--scheduler"}):
         report = reproduce_all(out, scale=scale, configs_dir=configs, force=force, progress=progress,
-                               log=lambda msg: typer.echo(msg, err=True), backend=backend, scheduler=scheduler)
+                               log=lambda msg: typer.echo(msg, err=True), backend=backend, scheduler=scheduler,
+                               wait=wait)
     typer.echo(f"wrote {report}")
 
 
@@ -553,18 +555,14 @@ def compare(
     from rich.markup import escape
     from rich.table import Table
 
-    from .analysis.compare import compare_files, comparison_text
+    from .analysis.compare import COMPARISON_KIND, compare_files, comparison_text
     from .io.atomic import write_text_atomic
+    from .io.outputs import claim, lock
     from .io.results import GRID_KEYS, meta_path, summary_path
 
+    inputs = (a, b, meta_path(a), meta_path(b), summary_path(a), summary_path(b))
     if out is not None:
-        for path in (a, b, meta_path(a), meta_path(b), summary_path(a), summary_path(b)):
-            if out.resolve() == path.resolve():
-                raise InputError(f"--out {out}: is the input {path}; choose another file")
-        if out.is_dir():
-            raise InputError(f"--out {out}: is a directory")
-        if out.exists() and not force:
-            raise InputError(f"--out {out}: exists; pass --force to replace it")
+        claim(out, kind=COMPARISON_KIND, inputs=inputs, force=force)
     comparison = compare_files(a, b)
     varying = [k for k in GRID_KEYS if len({str(c[k]) for c in comparison}) > 1] or ["estimator"]
     fixed = [f"{k} = {_fmt_key(comparison[0][k])}" for k in GRID_KEYS if k not in varying]
@@ -581,7 +579,8 @@ def compare(
                       _with_interval(c, "dq", "{:+.2e}"), c["q_verdict"])
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     if out is not None:
-        write_text_atomic(out, comparison_text(comparison))
+        with lock(out):
+            write_text_atomic(out, comparison_text(comparison))
         typer.echo(f"wrote {out} ({len(comparison)} grid points)", err=True)
 
 

@@ -101,7 +101,7 @@ def test_bad_input_exits_2_naming_the_culprit(tmp_path):
     line = bad(tmp_path, a, b)
     assert "b.csv: grid point estimator=av:1" in line and "lacks instances 2" in line
     write_csv(b, rows() + rows()[:1])
-    assert "b.csv: instance 0 appears twice" in bad(tmp_path, a, b)
+    assert "b.csv: line 8: instance 0 at this grid point again" in bad(tmp_path, a, b)
     assert "missing.csv: results file not found" in bad(tmp_path, a, tmp_path / "missing.csv")
     # stores: both sidecars, differing store attributes or realization counts
     write_csv(b, rows())

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..io.outputs import csv_kind
 from ..io.results import GRID_KEYS, csv_text, format_value, meta_path, read_meta, read_results
 from ..model.grid import check_row
 from ..model.intervals import mean_difference_interval
@@ -37,6 +38,9 @@ COMPARE_COLUMNS = (*GRID_KEYS, "instances",
                    "m_abs_a", "m_abs_b", "dm_abs_mean", "dm_abs_ci_low", "dm_abs_ci_high",
                    "q_a", "q_b", "dq_mean", "dq_ci_low", "dq_ci_high", "q_verdict",
                    "q_resolution")
+
+#: What ``compare --out --force`` may replace: an earlier comparison.
+COMPARISON_KIND = csv_kind(",".join(COMPARE_COLUMNS[:3]) + ",", "colosim comparison (CSV)")
 
 B_BETTER, A_BETTER, NO_DIFFERENCE = "B better", "A better", "no difference at 95%"
 #: the verdict with fewer than two instances (no interval)

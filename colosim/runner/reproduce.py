@@ -25,10 +25,13 @@ from ..config import SweepConfig, load_config
 from ..errors import InputError
 from ..figures.results import FIGURES, plot_results, supported_figures
 from ..io.atomic import write_text_atomic
+from ..io.outputs import claim, claim_dir, lock, text_kind
+from ..io.results import meta_path, read_meta, summary_path
 from ..io.store import open_store
 from ..progress import Progress, no_progress
-from ..sources.resolve import resolve_store
+from ..sources.resolve import resolve_store, source_inputs
 from . import backends
+from .sweep import claim_outputs as claim_sweep_outputs
 from .sweep import read_results, sweep
 
 # ---------------------------------------------------------------- scales
@@ -126,18 +129,51 @@ def load_configs(configs_dir, scale: str) -> list[SweepConfig]:
 
 def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bool = False,
               progress: Progress = no_progress, log=None, backend: str = "local",
-              scheduler: str | None = None) -> Path:
+              scheduler: str | None = None, wait: bool = False) -> Path:
     """Run every config, draw its figures, judge the claims, write
     ``out_dir/REPORT.md``; returns the report's path.
 
     Results go to ``out_dir/results/NAME.csv`` (reused when complete for
     the same scaled config, see :func:`colosim.runner.sweep.sweep`), figures to
     ``out_dir/figures/NAME/``. ``backend`` and ``scheduler`` are passed
-    to every sweep.
+    to every sweep. Every output is checked, and results of another scale
+    or config refused unless ``force``, before any work.
     """
-    out_dir = Path(out_dir)
-    backends.check_backend(backend)
+    backends.check_backend(backend, scheduler)
     configs = load_configs(configs_dir, scale)
+    out_dir = claim_outputs(out_dir, configs, force=force)
+    with lock(out_dir, wait=wait):
+        return _reproduce(out_dir, configs, scale, force, progress, log, backend, scheduler)
+
+
+#: What may be replaced at ``OUT/REPORT.md``: an earlier report.
+REPORT_KIND = text_kind("# colosim: reproduction", "colosim reproduction report (Markdown)")
+
+
+def claim_outputs(out_dir, configs: list[SweepConfig], *, force: bool = False) -> Path:
+    """Check every results file of ``configs`` in ``out_dir`` before any
+    work or store is made (:func:`colosim.runner.sweep.claim_outputs`):
+    results there of another scale or config are refused unless ``force``,
+    with nothing made."""
+    inputs = [p for cfg in configs for p in (cfg.path, *source_inputs(cfg.source, cfg.path.parent))]
+    out_dir = claim_dir(out_dir, inputs=inputs)
+    claim(out_dir / "REPORT.md", kind=REPORT_KIND, inputs=inputs, force=True)
+    for cfg in configs:
+        csv = results_path(out_dir, cfg)
+        claim_sweep_outputs(csv, [cfg.path, *source_inputs(cfg.source, cfg.path.parent)])
+        taken = [p for p in (csv, meta_path(csv), summary_path(csv)) if p.exists()]
+        meta = read_meta(csv)
+        if taken and not force and (meta is None or meta.get("config_fingerprint") != cfg.fingerprint()):
+            raise InputError(f"{taken[0]}: holds results of another scale or config (or of an earlier colosim); "
+                             "pass --force to replace them, or choose another --out")
+    return out_dir
+
+
+def results_path(out_dir: Path, cfg: SweepConfig) -> Path:
+    return Path(out_dir) / "results" / f"{cfg.path.stem}.csv"
+
+
+def _reproduce(out_dir, configs, scale, force, progress, log, backend, scheduler) -> Path:
     t_start = time.perf_counter()
     runs: list[ExperimentRun] = []
     for cfg in configs:
@@ -146,7 +182,7 @@ def reproduce(out_dir, *, scale: str = "paper", configs_dir="configs", force: bo
         store_path = resolve_store(cfg.source, cfg.path.parent, progress, config_path=cfg.path)
         with open_store(store_path) as store:
             realizations = store.n_realizations
-        csv = out_dir / "results" / f"{name}.csv"
+        csv = results_path(out_dir, cfg)
         res = sweep(cfg, store_path, csv, force=force, progress=progress, backend=backend, scheduler=scheduler)
         rows = read_results(csv)  # typed as any reader of the CSV sees them
         results = Results(rows=rows, realizations=realizations, tasks=cfg.instances.tasks)

@@ -302,6 +302,7 @@ def _sweep(config, store, out, fp, force, progress, backend, scheduler, workers)
         "complete": True,
         "config": str(config.path),
         "config_schema": CONFIG_SCHEMA,
+        "config_fingerprint": config.fingerprint(),
         "results_schema": results.RESULTS_SCHEMA,
         "fingerprint": fp,
         "store": str(store.path),

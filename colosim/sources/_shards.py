@@ -47,10 +47,11 @@ def find_shards(spec: str | os.PathLike, what: str) -> list[Path]:
 
 
 def open_text(path: Path):
-    """Open a shard as text (gzip'd when its name ends in ``.gz``)."""
+    """Open a shard as text (gzip'd when its name ends in ``.gz``). A UTF-8
+    byte order mark at its start is dropped, as DuckDB's reader does."""
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
-    return open(path, encoding="utf-8", errors="replace", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
+    return open(path, encoding="utf-8-sig", errors="replace", newline="")
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -27,23 +27,34 @@ an :class:`~colosim.errors.InputError` naming the file and line, or, with
 ``on_bad_lines="skip"``, skipped and counted in the report. A shard that cannot
 be read to its end (truncated or corrupt gzip) is always an error: skipping it
 would silently drop part of many tasks' series.
+
+Every argument and the output (:func:`~colosim.sources.ingest.claim_series`)
+are checked before DuckDB starts. DuckDB's folder is named as the other
+temporaries (``.colosim-ingest.PID-TOKEN.colosim-tmp``, in ``tmp_dir``), so
+a later ingest removes the one a killed run left. Ctrl-C inside a DuckDB
+query is a :class:`KeyboardInterrupt`, as anywhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import shutil
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from ..io.outputs import remove_stale, temp_path
 from ..io.series import SeriesWriter
 from ..progress import Progress, no_progress
 from ._shards import find_shards, first_bad_line, iter_lines
-from .ingest import MIN_RECORDS, IngestReport, check_arguments
+from .ingest import MIN_RECORDS, IngestReport, check_arguments, claim_series, writing
 
 FAILING_EVENTS = (2, 3, 5, 6)  # EVICT, FAIL, KILL, LOST (SPEC §7 step 1)
 MAX_BATCH = 8  # shards per read: bounds the per-batch table (~2.4 M rows per official shard)
@@ -66,6 +77,8 @@ _READ_OPTIONS = (
     "auto_detect = false, compression = 'auto', store_rejects = true, "
     "rejects_table = 'csv_rejects', rejects_scan = 'csv_scans'"
 )
+#: the name of DuckDB's temporary folder: ``.colosim-ingest.PID-TOKEN.colosim-tmp``
+TMP_NAME = "colosim-ingest"
 
 
 def _usage_line_problem(line: str) -> str | None:
@@ -105,22 +118,50 @@ def _numeric_problem(fields, *, int_cols, required, usage_cols, skip=()) -> str 
     return None
 
 
+def check_database_arguments(threads, memory_limit, tmp_dir) -> None:
+    """:class:`InputError` naming ``--threads``, ``--memory-limit`` or
+    ``--tmp-dir``; nothing is created (the memory limit is tried on an
+    in-memory database)."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InputError(f"--threads must be an integer >= 1, not {threads!r}")
+    if tmp_dir is not None and (os.fspath(tmp_dir) == "" or not Path(tmp_dir).is_dir()):
+        raise InputError(f"--tmp-dir {tmp_dir}: temporary directory not found")
+    if memory_limit is not None:
+        import duckdb
+
+        if not isinstance(memory_limit, str) or not memory_limit.strip():
+            raise InputError(f"--memory-limit {memory_limit!r}: expected a size such as 4GB")
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute("SET memory_limit = ?", [memory_limit])
+        except duckdb.Error as exc:
+            raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
+        finally:
+            con.close()
+
+
 class _Database:
-    """A DuckDB connection on a database file in a temporary folder."""
+    """A DuckDB connection on a database file in a temporary folder
+    (``tmp_dir``/``.colosim-ingest.PID-TOKEN.colosim-tmp``, removed by
+    :meth:`close`, or by a later ingest when this process was killed)."""
 
     def __init__(self, threads: int | None, memory_limit: str | None, tmp_dir):
         import duckdb
 
         self.duckdb = duckdb
-        if threads is not None and threads < 1:
-            raise InputError(f"--threads must be >= 1, not {threads}")
-        if tmp_dir is not None and not Path(tmp_dir).is_dir():
-            raise InputError(f"{tmp_dir}: temporary directory not found")
-        self._dir = tempfile.TemporaryDirectory(prefix="colosim-ingest-", dir=tmp_dir)
+        check_database_arguments(threads, memory_limit, tmp_dir)
+        base = Path(tmp_dir) if tmp_dir is not None else Path(tempfile.gettempdir())
+        remove_stale(base, TMP_NAME)  # left by a killed ingest
+        self.dir = temp_path(base / TMP_NAME)
+        try:
+            os.mkdir(self.dir, 0o700)
+        except OSError as exc:
+            raise InputError(f"--tmp-dir {base}: cannot make a temporary folder in it "
+                             f"({exc.strerror or exc})") from None
         self.con = None
         try:
-            self.con = duckdb.connect(os.path.join(self._dir.name, "ingest.duckdb"))
-            self.con.execute("SET temp_directory = ?", [os.path.join(self._dir.name, "spill")])
+            self.con = duckdb.connect(str(self.dir / "ingest.duckdb"))
+            self.con.execute("SET temp_directory = ?", [str(self.dir / "spill")])
             self.con.execute("SET preserve_insertion_order = true")
             self.con.execute("SET enable_progress_bar = false")
             if threads is not None:
@@ -128,6 +169,8 @@ class _Database:
             if memory_limit is not None:
                 try:
                     self.con.execute("SET memory_limit = ?", [str(memory_limit)])
+                except duckdb.InterruptException:
+                    raise KeyboardInterrupt from None
                 except duckdb.Error as exc:
                     raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
         except BaseException:
@@ -139,7 +182,7 @@ class _Database:
             if self.con is not None:
                 self.con.close()
         finally:
-            self._dir.cleanup()
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def batch_size(self) -> int:
         """Shards read per call: DuckDB decompresses a gzip'd file on one
@@ -168,6 +211,8 @@ class _Database:
             n_rejected = int(con.execute(
                 "SELECT count(*) FROM (SELECT DISTINCT scan_id, file_id, line FROM csv_rejects)"
             ).fetchone()[0])
+        except self.duckdb.InterruptException:
+            raise KeyboardInterrupt from None
         except self.duckdb.Error as exc:
             # Not a bad line but a bad file (truncated gzip, I/O error, ...):
             # find which one and how far it reads, then name it.
@@ -210,6 +255,42 @@ class _PhaseClock:
         wall, cpu = time.perf_counter(), time.process_time()
         self.timings[phase] = {"wall": wall - self.wall, "cpu": cpu - self.cpu}
         self.wall, self.cpu = wall, cpu
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """Ctrl-C as a :class:`KeyboardInterrupt`. Inside a query DuckDB turns
+    the interrupt into its own exception (``RuntimeError: Query interrupted``
+    in DuckDB 2.0, :class:`duckdb.InterruptException` in others), which the
+    command line would take for a failure (exit 1, not 130). A SIGINT seen
+    here, or one of those exceptions, becomes a KeyboardInterrupt again."""
+    import duckdb
+
+    seen = []
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            def note(signum, frame):
+                seen.append(signum)
+                previous(signum, frame)
+
+            signal.signal(signal.SIGINT, note)
+        else:
+            previous = None
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        if seen or isinstance(exc, duckdb.InterruptException) or (
+            isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower()
+        ):
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _first_line(exc) -> str:
@@ -353,8 +434,10 @@ def apply_filters(db: _Database, min_records: int, report: IngestReport) -> None
     con.execute("DROP TABLE task_stats")
 
 
-def write_output(db: _Database, out: Path, report: IngestReport, source: dict, block: int = 1 << 22) -> None:
-    """Sort the kept records and stream them to the series file."""
+def write_output(db: _Database, out: Path, report: IngestReport, source: dict, block: int = 1 << 22,
+                 check=None) -> None:
+    """Sort the kept records and stream them to the series file (``check``,
+    when given, is called just before the file is started)."""
     con = db.con
     kept = con.execute("SELECT job, idx, n FROM kept ORDER BY job, idx").fetchnumpy()
     task_id = (np.stack([kept["job"], kept["idx"]], axis=1).astype(np.int64) if len(kept["job"])
@@ -373,6 +456,8 @@ def write_output(db: _Database, out: Path, report: IngestReport, source: dict, b
     ).fetchone()[0]
     report.counts["duplicates"] = int(dup)
     n_records = int(offsets[-1])
+    if check is not None:
+        check()
     with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
         for start in range(0, n_records, block):
             part = con.execute(
@@ -394,6 +479,7 @@ def ingest_google2011(
     on_bad_lines: str = "error",
     tmp_dir=None,
     progress: Progress = no_progress,
+    force: bool = False,
 ) -> IngestReport:
     """Ingest Google 2011 shards into the series file ``out`` (SPEC §7).
 
@@ -405,7 +491,7 @@ def ingest_google2011(
         folder, a glob or a file.
     out
         Series file to write (atomically: an existing file is replaced only on
-        success).
+        success, and only with ``force``). It must not be an input.
     min_records
         Tasks with fewer records (after step 2) are short (SPEC §7 step 5).
     threads, memory_limit
@@ -419,13 +505,17 @@ def ingest_google2011(
         temporary folder); needs room for about the size of the kept records.
     progress
         The progress protocol (:mod:`colosim.progress`), in bytes of shards.
+    force
+        Replace an existing ``out``; only a series file is replaced.
 
     Returns
     -------
     IngestReport
         The counts, also stored in the series' ``filters`` attribute.
     """
+    # Every check before any work: nothing is made for a run that fails them.
     check_arguments(min_records, on_bad_lines)
+    check_database_arguments(threads, memory_limit, tmp_dir)
     if trace_dir is not None:
         trace_dir = Path(trace_dir)
         if not trace_dir.is_dir():
@@ -436,10 +526,13 @@ def ingest_google2011(
         raise InputError("give a trace directory, or both task_events and task_usage shards")
     events = find_shards(events_spec, "task_events")
     usage = find_shards(usage_spec, "task_usage")
-    out = Path(out)
-    if out.is_dir():
-        raise InputError(f"{out}: is a directory, not a series file name")
+    folders = [p for p in (trace_dir, events_spec, usage_spec) if p is not None and Path(p).is_dir()]
+    output = claim_series(out, inputs=[*events, *usage, *folders], force=force)
+    with writing(output), _interrupts():
+        return _ingest(output, events, usage, min_records, threads, memory_limit, on_bad_lines, tmp_dir, progress)
 
+
+def _ingest(output, events, usage, min_records, threads, memory_limit, on_bad_lines, tmp_dir, progress):
     report = IngestReport()
     t0 = time.perf_counter()
     db = _Database(threads, memory_limit, tmp_dir)
@@ -464,7 +557,7 @@ def ingest_google2011(
                          else f"{len(events)} shards from {events[0].parent}"),
             task_usage=[str(p) for p in usage] if len(usage) <= 20 else f"{len(usage)} shards from {usage[0].parent}",
         )
-        write_output(db, out, report, source)
+        write_output(db, output.path, report, source, check=output.check)
         clock("sort_and_write")
     finally:
         db.close()

@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..io.series import SeriesWriter
 from ..progress import Progress, no_progress
 from ._shards import find_shards, open_text
-from .ingest import MIN_RECORDS, IngestReport, check_arguments
+from .ingest import MIN_RECORDS, IngestReport, check_arguments, claim_series, writing
 
 REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
 OPTIONAL = ("machine_id",)
@@ -48,9 +48,7 @@ def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None
                 raise InputError(f"{path}: empty file (no header row)") from None
             lineno = 1
             header = [h.strip() for h in header]
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise InputError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}")
+            _check_header(path, header)
             col = {name: header.index(name) for name in REQUIRED + OPTIONAL if name in header}
             width = len(header)
             for lineno, row in enumerate(reader, start=2):
@@ -70,6 +68,20 @@ def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None
         ) from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    """An :class:`InputError` naming ``path`` and the column when a column
+    is named twice (which one would be read?) or a required one is missing."""
+    first: dict[str, int] = {}
+    for k, name in enumerate(header, start=1):
+        if name in first:
+            raise InputError(f"{path}: line 1: the header names column {name!r} twice "
+                             f"(columns {first[name]} and {k})")
+        first[name] = k
+    missing = [c for c in REQUIRED if c not in first]
+    if missing:
+        raise InputError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}")
 
 
 def _parse_row(row, width, col):
@@ -103,6 +115,8 @@ def _parse_row(row, width, col):
 def collect_files(paths: Iterable) -> list[Path]:
     """Every CSV file named by ``paths`` (files, folders searched
     recursively, globs), without repeats, in a stable order."""
+    if isinstance(paths, (str, os.PathLike)):  # one path, not its characters
+        paths = [paths]
     files: list[Path] = []
     for spec in paths:
         p = Path(spec)
@@ -131,17 +145,25 @@ def ingest_google2019(
     min_records: int = MIN_RECORDS,
     on_bad_lines: str = "error",
     progress: Progress = no_progress,
+    force: bool = False,
 ) -> IngestReport:
     """Ingest per-task Google 2019 ``instance_usage`` CSVs into ``out``.
 
-    Parameters are as for :func:`~colosim.sources.google2011.ingest_google2011`;
-    the report has no ``failing`` step.
+    ``paths``: files, folders (searched recursively) or globs. Parameters are
+    as for :func:`~colosim.sources.google2011.ingest_google2011`; the report
+    has no ``failing`` step.
     """
     check_arguments(min_records, on_bad_lines)
-    files = collect_files(paths)
-    out = Path(out)
-    if out.is_dir():
-        raise InputError(f"{out}: is a directory, not a series file name")
+    spec_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files = collect_files(spec_list)
+    folders = [Path(p) for p in spec_list if Path(p).is_dir()]
+    output = claim_series(out, inputs=[*files, *folders], force=force)
+    with writing(output):
+        return _ingest(files, output, min_records, on_bad_lines, progress)
+
+
+def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, progress: Progress) -> IngestReport:
+    out = output.path
     tasks: dict = {}
     counts = {"bad_lines": 0}
     advance = progress(f"instance_usage ({len(files)} files)", sum(p.stat().st_size for p in files), unit="B")
@@ -219,6 +241,7 @@ def ingest_google2019(
     )
     task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
     source = dict(format="google2019", files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
+    output.check()
     with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
         for k, (start_time, inst, avg) in enumerate(blocks):
             writer.write_records(int(offsets[k]), inst, avg, start_time)

@@ -1,9 +1,14 @@
 """What the trace formats share: the ingest's defaults, its argument
-checks and the report of the filters' counts (SPEC §7)."""
+checks, the guard of its output and the report of the filters' counts
+(SPEC §7)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
 
 from ..errors import InputError
 
@@ -22,6 +27,61 @@ def check_arguments(min_records, on_bad_lines) -> None:
                          param="on_bad_lines")
     if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
         raise InputError(f"min_records must be an integer >= 1, not {min_records!r}", param="min_records")
+
+
+class SeriesOutput:
+    """The series file an ingest writes, guarded by :mod:`colosim.io.outputs`.
+
+    Made by :func:`series_output`; :meth:`check` claims it again (call it
+    just before writing: the ingest may have run for hours).
+    """
+
+    def __init__(self, path: Path, inputs: list, force: bool):
+        self.path, self._inputs, self._force = path, inputs, force
+
+    def check(self) -> Path:
+        from ..io.outputs import claim
+        from ..io.series import SERIES_KIND
+
+        return claim(self.path, kind=SERIES_KIND, inputs=self._inputs, force=self._force, option="--out")
+
+
+def claim_series(out, *, inputs: Iterable, force: bool) -> SeriesOutput:
+    """Check, before any work, that the series file ``out`` may be written:
+    not an input (``inputs``: every input file and folder), not an existing
+    file without ``force``, and with ``force`` only a series file; an
+    :class:`InputError` naming ``--out`` otherwise. Nothing is created."""
+    if isinstance(force, str) or not isinstance(force, (bool, int)):
+        raise InputError(f"force must be True or False, not {force!r}", param="force")
+    text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+    if text is None:
+        raise InputError(f"out must be a path, not {out!r}", param="out")
+    output = SeriesOutput(Path(text), [p for p in inputs if p is not None], bool(force))
+    output.path = output.check()
+    return output
+
+
+@contextlib.contextmanager
+def writing(output: SeriesOutput):
+    """Hold the lock of ``output`` for the whole ingest; claimed again once
+    held (another run may have written it meanwhile). When the ingest fails,
+    the folders made for the lock are removed, so that nothing is left."""
+    from ..io.outputs import lock
+
+    made = []
+    folder = output.path.parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        made.append(folder)
+        folder = folder.parent
+    try:
+        with lock(output.path):
+            output.check()
+            yield output
+    except BaseException:
+        for folder in made:  # deepest first; only empty ones go
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
 
 
 @dataclass
