@@ -133,6 +133,11 @@ def test_out_is_never_an_input_nor_replaced_without_force(tmp_path):
     out.write_text("keep")
     res = runner.invoke(app, ["compare", str(a), str(b), "--out", str(out)])
     assert res.exit_code == 2 and "--force" in res.output and out.read_text() == "keep"
+    # --force replaces an earlier comparison only, never a file of another kind
+    res = runner.invoke(app, ["compare", str(a), str(b), "--out", str(out), "--force"])
+    assert res.exit_code == 2 and "not a colosim comparison" in res.output and out.read_text() == "keep"
+    out.unlink()
+    assert runner.invoke(app, ["compare", str(a), str(b), "--out", str(out)]).exit_code == 0
     res = runner.invoke(app, ["compare", str(a), str(b), "--out", str(out), "--force"])
     assert res.exit_code == 0, res.output
     assert next(csv.reader(out.read_text().splitlines())) == list(COMPARE_COLUMNS)
