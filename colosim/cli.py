@@ -27,7 +27,7 @@ from .sources.realize import SAMPLINGS
 
 
 class _App(TyperGroup):
-    """The app's group: the one place errors become exit codes."""
+    """The app's group: the one place errors become exit codes and one line."""
 
     def invoke(self, ctx):
         from .runner.sweep import Interrupted
@@ -44,6 +44,38 @@ class _App(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Usage errors (an unknown option, a value out of range) are one
+        ``error: …`` line too, exit code 2, rather than a box of text."""
+        usage, click_error, no_args = _click_errors()
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except no_args:  # `colosim` or `colosim ingest` alone: the help, already printed
+            code = 2
+        except usage as exc:
+            where = f" (see {exc.ctx.command_path} --help)" if exc.ctx is not None else ""
+            message = " ".join(exc.format_message().split())
+            typer.echo(f"error: {printable(message)}{where}", err=True)
+            code = 2
+        except typer.Abort:
+            typer.echo("interrupted", err=True)
+            code = 130
+        except click_error as exc:
+            typer.echo(f"error: {printable(' '.join(exc.format_message().split()))}", err=True)
+            code = exc.exit_code
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_errors() -> tuple[type, type, type]:
+    """Click's UsageError, ClickException and NoArgsIsHelpError, from
+    wherever this typer takes click (its own copy, or click itself)."""
+    mro = {c.__name__: c for c in typer.BadParameter.__mro__}
+    module = sys.modules[mro["UsageError"].__module__]
+    no_args = getattr(module, "NoArgsIsHelpError", None)
+    return mro["UsageError"], mro["ClickException"], no_args or type("_Never", (Exception,), {})
 
 
 @contextlib.contextmanager
@@ -122,9 +154,15 @@ def _progress():
         yield start
     except BaseException:
         if bars is not None:  # an error or interruption is one line: the bars go
-            bars.live.transient = True
+            if bars.console.is_terminal:
+                bars.live.transient = True  # erased from the screen
+                bars.stop()
+            else:  # never drawn yet: the final drawing is dropped
+                bars.console.begin_capture()
+                bars.stop()
+                bars.console.end_capture()
         raise
-    finally:
+    else:
         if bars is not None:
             bars.stop()
 

@@ -51,7 +51,7 @@ def test_generate_onto_an_existing_file_names_its_path(tmp_path):
     out.parent.mkdir()
     out.write_bytes(b"keep")
     res = CliRunner().invoke(app, ["generate", "--out", str(out), "--tasks", "5", "--realizations", "4"])
-    assert res.exit_code == 2 and f"{out}: exists already" in res.output and out.read_bytes() == b"keep"
+    assert res.exit_code == 2 and f"{out}: exists; pass --force" in res.output and out.read_bytes() == b"keep"
 
 
 @pytest.mark.parametrize("extra", [",q_by_type", ",m_abs_by_type", ",calibrated_rho,q_by_type"])

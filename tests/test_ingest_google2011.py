@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series
+from colosim.io.series import write_series
 from colosim.sources.google2011 import ingest_google2011
 
 runner = CliRunner()
@@ -246,8 +247,10 @@ def good_trace(tmp_path):
 
 
 def _existing_output(tmp_path) -> tuple[Path, bytes]:
+    """An existing series file (which --force may replace) and its bytes."""
     out = tmp_path / "series.h5"
-    out.write_bytes(b"previous contents")
+    write_series(out, task_id=[[9, 9]], offsets=[0, 1], inst=[0.5], avg=[0.5], start_time=[0],
+                 source={}, filters={})
     return out, out.read_bytes()
 
 
@@ -275,7 +278,8 @@ def _corrupt_line(root: Path, lineno: int, edit) -> Path:
 def test_bad_line_exit_2_names_file_and_line(good_trace, tmp_path, edit, why):
     shard = _corrupt_line(good_trace, 7, edit)
     out, before = _existing_output(tmp_path)
-    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--threads", "2"])
+    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--threads", "2",
+                                 "--force"])
     assert result.exit_code == 2, result.output
     message = result.output.strip().splitlines()[-1]
     assert message.startswith("error: ") and str(shard) in message and "line 7" in message and why in message
@@ -295,7 +299,7 @@ def test_bad_event_line_names_file_and_line(good_trace, tmp_path):
     shard = good_trace / "task_events" / "part-00000-of-00001.csv.gz"
     write_shard(shard, [event_row(1, 0, 0), event_row(1, 0, 1)[:12]])
     out, before = _existing_output(tmp_path)
-    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out)])
+    result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out), "--force"])
     assert result.exit_code == 2
     assert str(shard) in result.output and "line 2" in result.output
     assert out.read_bytes() == before
@@ -309,7 +313,7 @@ def test_truncated_gzip_is_an_error_even_when_skipping(good_trace, tmp_path):
     out, before = _existing_output(tmp_path)
     for mode, threads in (("error", "1"), ("skip", "2")):
         result = runner.invoke(app, ["ingest", "google2011", str(good_trace), "--out", str(out),
-                                     "--on-bad-lines", mode, "--threads", threads])
+                                     "--on-bad-lines", mode, "--threads", threads, "--force"])
         assert result.exit_code == 2
         assert str(shard) in result.output and "after line" in result.output
     assert out.read_bytes() == before

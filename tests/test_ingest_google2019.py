@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from colosim.cli import app
 from colosim.errors import InputError
 from colosim.io import open_series
+from colosim.io.series import write_series
 from colosim.sources.google2019 import ingest_google2019
 
 runner = CliRunner()
@@ -126,13 +127,15 @@ def test_bad_line_exit_2_names_file_and_line(tmp_path, edit, why):
     rows[4] = edit(rows[4])
     f = write_file(tmp_path / "in" / "t.csv.gz", rows)
     out = tmp_path / "s.h5"
-    out.write_bytes(b"keep me")
-    result = runner.invoke(app, ["ingest", "google2019", str(f), "--out", str(out)])
+    write_series(out, task_id=[[9, 9]], offsets=[0, 1], inst=[0.5], avg=[0.5], start_time=[0],
+                 source={}, filters={})
+    before = out.read_bytes()
+    result = runner.invoke(app, ["ingest", "google2019", str(f), "--out", str(out), "--force"])
     assert result.exit_code == 2, result.output
     message = result.output.strip().splitlines()[-1]
     assert message.startswith("error: ") and str(f) in message and "line 6" in message and why in message
-    assert out.read_bytes() == b"keep me"
-    report = ingest_google2019([f], out, on_bad_lines="skip")
+    assert out.read_bytes() == before
+    report = ingest_google2019([f], out, on_bad_lines="skip", force=True)
     assert report.counts["bad_lines"] == 1 and open_series(out).n_records == 29
 
 

@@ -108,7 +108,7 @@ def test_cli_realize(series, tmp_path):
         assert np.array_equal(store.x, x) and np.array_equal(store.y, y)
         assert store.attrs["source"]["sha256"]
     result = runner.invoke(app, ["realize", str(series.path), "--out", str(out), "--tasks", "99",
-                                 "--realizations", "64", "--seed", "3"])
+                                 "--realizations", "64", "--seed", "3", "--force"])
     assert result.exit_code == 2
     assert "--tasks 99" in result.output
     with open_store(out) as store:

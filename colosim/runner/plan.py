@@ -146,6 +146,9 @@ def check_slo(slo) -> float:
     """An SLO in (0, 1); anything else is an :class:`InputError`."""
     if isinstance(slo, bool) or not isinstance(slo, (int, float)) or not 0.0 < float(slo) < 1.0:
         raise InputError(f"--slo must be a number in (0, 1) such as 0.99, not {slo!r}")
+    if 1.0 - float(slo) == 1.0:
+        raise InputError(f"--slo {slo!r} allows every violation (1 - s rounds to 1); an SLO is a share of time "
+                         "without violations, such as 0.99")
     return float(slo)
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -79,6 +80,7 @@ _READ_OPTIONS = (
 )
 #: the name of DuckDB's temporary folder: ``.colosim-ingest.PID-TOKEN.colosim-tmp``
 TMP_NAME = "colosim-ingest"
+_TMP_FOLDER = re.compile(r"\." + re.escape(TMP_NAME) + r"\.\d+-[0-9a-f]{8}\.colosim-tmp")
 
 
 def _usage_line_problem(line: str) -> str | None:
@@ -138,6 +140,19 @@ def check_database_arguments(threads, memory_limit, tmp_dir) -> None:
             raise InputError(f"--memory-limit {memory_limit!r}: {_first_line(exc)}") from None
         finally:
             con.close()
+
+
+def check_outside_temporaries(paths, tmp_dir) -> None:
+    """An :class:`InputError` for a path (an input, or the output) inside
+    a folder named as DuckDB's temporary one in ``tmp_dir``: an ingest removes
+    such a folder, with what is in it, once its process has ended."""
+    base = Path(os.path.realpath(tmp_dir if tmp_dir is not None else tempfile.gettempdir()))
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        for folder in (real, *real.parents):
+            if folder.parent == base and _TMP_FOLDER.fullmatch(folder.name):
+                raise InputError(f"{path}: inside {folder}, a temporary folder of colosim ingest that "
+                                 "an ingest removes; move it out of there first")
 
 
 class _Database:
@@ -528,6 +543,7 @@ def ingest_google2011(
     usage = find_shards(usage_spec, "task_usage")
     folders = [p for p in (trace_dir, events_spec, usage_spec) if p is not None and Path(p).is_dir()]
     output = claim_series(out, inputs=[*events, *usage, *folders], force=force)
+    check_outside_temporaries([*events, *usage, output.path], tmp_dir)
     with writing(output), _interrupts():
         return _ingest(output, events, usage, min_records, threads, memory_limit, on_bad_lines, tmp_dir, progress)
 

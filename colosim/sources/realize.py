@@ -230,11 +230,12 @@ def realize_file(series_path, out, *, n_tasks: int, n_realizations: int, seed: i
     """:func:`realize` from a series file, with the file's path and SHA-256
     as the store's ``source``. An existing ``out`` is replaced only with
     ``force``, only when it is a store, and never when it is the series."""
-    claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
-    if isinstance(n_tasks, int) and isinstance(n_realizations, int) and n_tasks >= 1 and n_realizations >= 1:
-        check_store_size(out, n_tasks, n_realizations)
-    with open_series(series_path) as series, lock(out):
+    with open_series(series_path) as series:  # the input first, then the output
         claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
-        realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
-                source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,
-                progress=progress)
+        if isinstance(n_tasks, int) and isinstance(n_realizations, int) and n_tasks >= 1 and n_realizations >= 1:
+            check_store_size(out, n_tasks, n_realizations)
+        with lock(out):
+            claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
+            realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
+                    source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,
+                    progress=progress)
