@@ -68,7 +68,7 @@ def snapshot(folder: Path) -> dict:
     """Every file under ``folder`` with its bytes (folders as None)."""
     out = {}
     for p in sorted(Path(folder).rglob("*")):
-        out[str(p.relative_to(folder))] = None if p.is_dir() else p.read_bytes()
+        out[str(p.relative_to(folder))] = p.read_bytes() if p.is_file() else p.lstat().st_mode
     return out
 
 
@@ -327,9 +327,14 @@ def test_config_values_that_crashed_or_hung(workdir, line, words):
     (["characterize", "--synthetic", 30, "--store-tasks", 90_000_000, "--out", "c"], ["of memory"]),
     (["plan", "sweep.toml", "--slo", "1e-300", "--out", "p"], ["--slo"]),
     (["compare", "store.h5", "store.h5"], ["store.h5"]),
+    # found by test_cli_fuzz.py: a path through a file, an empty path, a FIFO
+    (["compare", "sweep.toml/x", "sweep.toml/x"], ["sweep.toml/x"]),
+    (["compare", "", ""], ["directory"]),
+    (["plot", "fifo", "--out", "figs"], ["fifo", "not a regular file"]),
     (["info", "."], ["."]),
 ])
 def test_options_that_crashed_or_wrote(workdir, args, words):
+    os.mkfifo(workdir / "fifo")
     before = snapshot(workdir)
     refused(invoke(*args), *words)
     assert snapshot(workdir) == before

@@ -126,7 +126,11 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
     """
     path = Path(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        fd = regular_fd(path)
+        if fd is None:
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise InputError(f"{path}: {kind}, not a results file")
+        with open(fd, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             names = next(reader, None)
             if names is not None and tuple(names) == COLUMNS[: -len(INTERVALS)]:
@@ -171,6 +175,8 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except csv.Error as exc:
         raise InputError(f"{path}: not a CSV results table ({exc})") from None
+    except OSError as exc:  # a path through a file, no permission, an I/O error
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _typed(rec: dict) -> dict:
@@ -230,15 +236,25 @@ def _row_problem(r: dict) -> str | None:
 # ---------------------------------------------------------------- sidecar
 
 
+def _named(results) -> Path:
+    """``results`` as a path with a last component (``.`` made absolute)."""
+    results = Path(results)
+    if not results.name:
+        results = Path(os.path.abspath(results))
+    if not results.name:
+        raise InputError(f"{results}: a folder, not a results file")
+    return results
+
+
 def meta_path(results: Path) -> Path:
     """``NAME.csv.json`` beside ``NAME.csv``."""
-    results = Path(results)
+    results = _named(results)
     return results.with_name(results.name + ".json")
 
 
 def summary_path(results: Path) -> Path:
     """``NAME.csv.summary.csv`` beside ``NAME.csv``: one row per grid point."""
-    results = Path(results)
+    results = _named(results)
     return results.with_name(results.name + ".summary.csv")
 
 
