@@ -12,6 +12,7 @@ import numpy as np
 
 from .engine import evaluate, instance_metrics, lay_out, pack_observed
 from .errors import InputError
+from .kernels.stats import usage_problem
 from .model.grid import GridPoint
 from .model.metrics import Metrics
 
@@ -32,9 +33,10 @@ def as_usage_matrix(name: str, value) -> np.ndarray:
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
     arr = np.ascontiguousarray(arr)
-    if not np.isfinite(arr).all():
+    problem = usage_problem(arr)  # one pass, no temporaries
+    if problem == 1:
         raise InputError(f"{name} holds NaN or infinite values")
-    if (arr < 0).any():
+    if problem == 2:
         raise InputError(f"{name} holds negative values")
     return arr
 

@@ -22,6 +22,7 @@ neither the other points of the grid nor the thread count changes a bit.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +97,16 @@ class Observations:
             observed = self.source(data)[:, : self.k[clairvoyance]]
             self._stats[key] = compute_statistics(observed, sorted(self._levels.get(key, ())))
         return self._stats[key]
+
+    def row_means(self) -> np.ndarray:
+        """Each task's mean of x over all its columns (for m_norm): the
+        statistics' means when some point observed every column of x (the
+        same sum, so the same bits), else one pass."""
+        R = self.x.shape[1]
+        for (data, cl), stats in self._stats.items():
+            if data == "inst" and self.k[cl] == R:
+                return stats.mean
+        return row_means(self.x)
 
     def layout(self, data: str, clairvoyance: float) -> "Layout":
         """The observation columns laid out for :func:`evaluate`."""
@@ -254,10 +265,28 @@ class Layout:
     stop: int
 
 
-def lay_out(x: np.ndarray, first: int, stop: int) -> Layout:
-    """The columns from ``first`` (rounded down to a tile) to ``stop``."""
+def lay_out(x: np.ndarray, first: int, stop: int, out: np.ndarray | None = None) -> Layout:
+    """The columns from ``first`` (rounded down to a tile) to ``stop``, in
+    ``out`` when it has room (see :func:`column_tiles`)."""
     tile0 = first // TILE
-    return Layout(*column_tiles(x, tile0, stop), tile0, stop)
+    return Layout(*column_tiles(x, tile0, stop, out), tile0, stop)
+
+
+_workspace = threading.local()
+
+
+def _buffer(x: np.ndarray, first: int, stop: int) -> np.ndarray:
+    """This thread's buffer for the evaluation layout of an instance like
+    ``x``: kept from call to call (a loop of calls lays out each instance
+    in pages already mapped), grown when too small. Only the layout of
+    :func:`instance_metrics` uses it, and no result refers to it."""
+    n_tiles = (stop - first // TILE * TILE + TILE - 1) // TILE
+    size = n_tiles * x.shape[0] * TILE
+    buf = getattr(_workspace, "tiles", None)
+    if buf is None or buf.dtype != x.dtype or buf.size < size:
+        buf = np.empty(size, dtype=x.dtype)
+        _workspace.tiles = buf
+    return buf
 
 
 def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
@@ -299,9 +328,10 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     obs = Observations(x, y, points)
     packings = pack_points(points, obs)
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
-    counts, severity, squares = evaluate(lay_out(x, min(firsts), R), [pk.assign for pk in packings],
+    start = min(firsts)
+    counts, severity, squares = evaluate(lay_out(x, start, R, _buffer(x, start, R)), [pk.assign for pk in packings],
                                 [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
-    means_sum = math.fsum(row_means(x).tolist())
+    means_sum = math.fsum(obs.row_means().tolist())
     m_norms: dict[float, int] = {}
     out = []
     for p, pk, first, c, sev, sq in zip(points, packings, firsts, counts, severity, squares):

@@ -14,7 +14,65 @@ from numba import prange
 from .._jit import jit, pjit
 from ._sort import sort_float32
 
-__all__ = ["task_statistics", "row_means", "log_mgf"]
+__all__ = ["task_statistics", "row_means", "log_mgf", "usage_problem"]
+
+
+#: rows handled together: their sums are independent chains of additions,
+#: so the processor overlaps them (each row's sum keeps its column order)
+BLOCK = 4
+
+
+@jit
+def _moments(observed, i0, i1, mean, var, maximum, minimum):
+    """Mean (a sequential float64 sum in column order divided by k),
+    population variance (a second pass from that mean), maximum and minimum
+    of rows ``i0 .. i1 - 1`` (at most :data:`BLOCK`), as four independent
+    accumulator chains."""
+    k = observed.shape[1]
+    r0 = observed[i0]
+    r1 = observed[min(i0 + 1, i1 - 1)]
+    r2 = observed[min(i0 + 2, i1 - 1)]
+    r3 = observed[min(i0 + 3, i1 - 1)]
+    s0 = s1 = s2 = s3 = 0.0
+    a0 = a1 = a2 = a3 = -np.inf
+    b0 = b1 = b2 = b3 = np.inf
+    for t in range(k):
+        v0 = np.float64(r0[t])
+        v1 = np.float64(r1[t])
+        v2 = np.float64(r2[t])
+        v3 = np.float64(r3[t])
+        s0 += v0
+        s1 += v1
+        s2 += v2
+        s3 += v3
+        a0 = v0 if v0 > a0 else a0
+        a1 = v1 if v1 > a1 else a1
+        a2 = v2 if v2 > a2 else a2
+        a3 = v3 if v3 > a3 else a3
+        b0 = v0 if v0 < b0 else b0
+        b1 = v1 if v1 < b1 else b1
+        b2 = v2 if v2 < b2 else b2
+        b3 = v3 if v3 < b3 else b3
+    m0, m1, m2, m3 = s0 / k, s1 / k, s2 / k, s3 / k
+    q0 = q1 = q2 = q3 = 0.0
+    for t in range(k):
+        d0 = np.float64(r0[t]) - m0
+        d1 = np.float64(r1[t]) - m1
+        d2 = np.float64(r2[t]) - m2
+        d3 = np.float64(r3[t]) - m3
+        q0 += d0 * d0
+        q1 += d1 * d1
+        q2 += d2 * d2
+        q3 += d3 * d3
+    ms = (m0, m1, m2, m3)
+    qs = (q0, q1, q2, q3)
+    mx = (a0, a1, a2, a3)
+    mn = (b0, b1, b2, b3)
+    for r in range(i1 - i0):
+        mean[i0 + r] = ms[r]
+        var[i0 + r] = qs[r] / k
+        maximum[i0 + r] = mx[r]
+        minimum[i0 + r] = mn[r]
 
 
 @pjit
@@ -24,7 +82,8 @@ def task_statistics(observed, levels):
     float64: ``(mean, var, maximum, minimum, percentiles (n, len(levels)))``.
 
     The mean is a sequential sum in column order divided by k; the variance a
-    second pass from that mean.
+    second pass from that mean. Rows are taken :data:`BLOCK` at a time
+    (independent sums, the same bits as one row at a time).
     """
     n, k = observed.shape
     n_levels = levels.shape[0]
@@ -33,47 +92,69 @@ def task_statistics(observed, levels):
     maximum = np.empty(n)
     minimum = np.empty(n)
     perc = np.empty((n, n_levels))
-    for i in prange(n):
-        row = observed[i]
-        s = 0.0
-        mx = -np.inf
-        mn = np.inf
-        for t in range(k):
-            v = np.float64(row[t])
-            s += v
-            if v > mx:
-                mx = v
-            if v < mn:
-                mn = v
-        mu = s / k
-        ss = 0.0
-        for t in range(k):
-            d = np.float64(row[t]) - mu
-            ss += d * d
-        mean[i] = mu
-        var[i] = ss / k
-        maximum[i] = mx
-        minimum[i] = mn
+    for blk in prange((n + BLOCK - 1) // BLOCK):
+        i0 = blk * BLOCK
+        i1 = min(i0 + BLOCK, n)
+        _moments(observed, i0, i1, mean, var, maximum, minimum)
         if n_levels > 0:
-            if row.itemsize == 4:  # float32 data: radix sort of the bit patterns
-                _percentiles_sorted(row, levels, perc[i])
-            else:
-                _percentiles_selected(row.astype(np.float64), levels, perc[i])
+            for i in range(i0, i1):
+                row = observed[i]
+                if row.itemsize == 4:  # float32 data: radix sort of the bit patterns
+                    _percentiles_sorted(row, levels, perc[i])
+                else:
+                    _percentiles_selected(row.astype(np.float64), levels, perc[i])
     return mean, var, maximum, minimum, perc
 
 
 @pjit
 def row_means(x):
     """float64 mean of each row over all its columns, summed in column order
-    (the per-task means of m_norm, SPEC §5)."""
+    (the per-task means of m_norm, SPEC §5); rows :data:`BLOCK` at a time."""
     n, k = x.shape
     out = np.empty(n)
-    for i in prange(n):
-        s = 0.0
+    for blk in prange((n + BLOCK - 1) // BLOCK):
+        i0 = blk * BLOCK
+        i1 = min(i0 + BLOCK, n)
+        r0 = x[i0]
+        r1 = x[min(i0 + 1, i1 - 1)]
+        r2 = x[min(i0 + 2, i1 - 1)]
+        r3 = x[min(i0 + 3, i1 - 1)]
+        s0 = s1 = s2 = s3 = 0.0
         for t in range(k):
-            s += np.float64(x[i, t])
-        out[i] = s / k
+            s0 += np.float64(r0[t])
+            s1 += np.float64(r1[t])
+            s2 += np.float64(r2[t])
+            s3 += np.float64(r3[t])
+        ss = (s0, s1, s2, s3)
+        for r in range(i1 - i0):
+            out[i0 + r] = ss[r] / k
     return out
+
+
+@pjit
+def usage_problem(x):
+    """0 when every value of ``x`` (n, k) is finite and non-negative, 1 when
+    one is NaN or infinite, 2 when one is negative (and none is NaN or
+    infinite). One branch-free pass that vectorizes."""
+    n, k = x.shape
+    big = np.inf
+    nonfinite = np.zeros(n, dtype=np.bool_)
+    negative = np.zeros(n, dtype=np.bool_)
+    for i in prange(n):
+        row = x[i]
+        finite = True
+        nonneg = True
+        for t in range(k):
+            v = row[t]
+            finite &= (v == v) & (v != big) & (v != -big)
+            nonneg &= v >= 0
+        nonfinite[i] = not finite
+        negative[i] = not nonneg
+    if nonfinite.any():
+        return 1
+    if negative.any():
+        return 2
+    return 0
 
 
 @pjit

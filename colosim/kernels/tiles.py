@@ -16,23 +16,38 @@ TILE = 128
 
 
 @pjit
-def _maxima(tiles):
-    n_tiles, n, w = tiles.shape
+def _lay_out(x, first, stop, tiles):
+    """Fill ``tiles`` (n_tiles, n, TILE) with columns ``[first, stop)`` of
+    ``x``, the last tile padded with zeros, and return each row's largest
+    value over them: one pass over each row."""
+    n_tiles, n, w_tile = tiles.shape
     out = np.empty(n, dtype=tiles.dtype)
     for i in prange(n):
-        m = tiles[0, i, 0]
+        row = x[i]
+        m = row[first]
         for tile in range(n_tiles):
+            c0 = first + tile * w_tile
+            w = min(w_tile, stop - c0)
+            dst = tiles[tile, i]
             for t in range(w):
-                m = max(m, tiles[tile, i, t])
+                v = row[c0 + t]
+                dst[t] = v
+                m = v if v > m else m
+            for t in range(w, w_tile):
+                dst[t] = 0
         out[i] = m
     return out
 
 
-def column_tiles(x, tile0, stop):
+def column_tiles(x, tile0, stop, out=None):
     """Columns ``[tile0 * TILE, stop)`` of ``x`` (n, R) as tiles ``(n_tiles,
     n, TILE)``, the last one padded with zeros, and each task's largest
     value over them, ``(n,)`` (usage is non-negative, so the padding changes
     no maximum).
+
+    ``out``, when given, is a 1-D array of x's dtype with room for the
+    tiles: they are laid out in it (a caller that lays out instance after
+    instance reuses one buffer instead of faulting in fresh pages).
 
     Tiles are aligned to column 0 whatever columns are needed, so that the
     evaluation groups columns the same way for every grid (and every
@@ -40,12 +55,11 @@ def column_tiles(x, tile0, stop):
     """
     n = x.shape[0]
     first = tile0 * TILE
-    width = stop - first
-    n_tiles = (width + TILE - 1) // TILE
-    tiles = np.zeros((n_tiles, n, TILE), dtype=x.dtype)
-    full = width // TILE
-    if full:
-        tiles[:full] = x[:, first : first + full * TILE].reshape(n, full, TILE).transpose(1, 0, 2)
-    if full < n_tiles:
-        tiles[full, :, : width - full * TILE] = x[:, first + full * TILE : stop]
-    return tiles, _maxima(tiles)
+    n_tiles = (stop - first + TILE - 1) // TILE
+    shape = (n_tiles, n, TILE)
+    size = n_tiles * n * TILE
+    if out is None or out.dtype != x.dtype or out.size < size:
+        tiles = np.empty(shape, dtype=x.dtype)
+    else:
+        tiles = out[:size].reshape(shape)
+    return tiles, _lay_out(np.ascontiguousarray(x), first, stop, tiles)

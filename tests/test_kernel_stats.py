@@ -1,0 +1,74 @@
+"""The per-row kernels (statistics, row means, the usage check, the tile
+layout) against plain NumPy references, bit for bit, for any number of rows
+(blocks of four rows and the rest) and any column range."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from colosim.kernels.stats import row_means, task_statistics, usage_problem
+from colosim.kernels.tiles import TILE, column_tiles
+
+
+def _sequential(values: np.ndarray) -> float:
+    """A float64 sum in column order (np.cumsum adds one term at a time)."""
+    return float(np.cumsum(values.astype(np.float64))[-1])
+
+
+matrices = st.tuples(st.integers(1, 11), st.integers(1, 300), st.integers(0, 2**32 - 1),
+                     st.sampled_from([np.float32, np.float64]))
+
+
+def _matrix(n, k, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = rng.gamma(0.5, 0.1, size=(n, k)).astype(dtype)
+    x[rng.random((n, k)) < 0.1] = 0.0  # ties and zeros
+    return x
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices)
+def test_statistics_are_those_of_one_row_at_a_time(spec):
+    x = _matrix(*spec)
+    n, k = x.shape
+    levels = np.array([0.0, 37.5, 90.0, 100.0])
+    mean, var, maximum, minimum, perc = task_statistics(x, levels)
+    for i in range(n):
+        mu = _sequential(x[i]) / k
+        assert mean[i] == mu
+        assert var[i] == _sequential((x[i].astype(np.float64) - mu) ** 2) / k
+        assert maximum[i] == x[i].max() and minimum[i] == x[i].min()
+        assert np.array_equal(perc[i], np.percentile(x[i].astype(np.float64), levels))
+    assert np.array_equal(row_means(x), mean)
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices, st.integers(0, 299), st.integers(1, 300), st.sampled_from([None, "small", "large"]))
+def test_tile_layout_and_maxima(spec, first, stop, out):
+    x = _matrix(*spec)
+    k = x.shape[1]
+    stop = min(stop, k)
+    tile0 = min(first, stop - 1) // TILE
+    buffer = {None: None, "small": np.zeros(3, dtype=x.dtype),
+              "large": np.full(10**5, 7, dtype=x.dtype)}[out]
+    tiles, maxima = column_tiles(x, tile0, stop, buffer)
+    cols = x[:, tile0 * TILE : stop]
+    n_tiles = -(-cols.shape[1] // TILE)
+    padded = np.zeros((x.shape[0], n_tiles * TILE), dtype=x.dtype)
+    padded[:, : cols.shape[1]] = cols
+    assert np.array_equal(tiles, padded.reshape(x.shape[0], n_tiles, TILE).transpose(1, 0, 2))
+    assert np.array_equal(maxima, cols.max(axis=1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices, st.sampled_from([None, np.nan, np.inf, -np.inf, -1e-30, -0.0]), st.data())
+def test_usage_problem_is_numpys_verdict(spec, bad, data):
+    x = _matrix(*spec)
+    if bad is not None:
+        i = data.draw(st.integers(0, x.shape[0] - 1))
+        t = data.draw(st.integers(0, x.shape[1] - 1))
+        x[i, t] = bad
+    want = 1 if not np.isfinite(x).all() else 2 if (x < 0).any() else 0
+    assert usage_problem(x) == want
