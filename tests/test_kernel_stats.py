@@ -72,3 +72,22 @@ def test_usage_problem_is_numpys_verdict(spec, bad, data):
         x[i, t] = bad
     want = 1 if not np.isfinite(x).all() else 2 if (x < 0).any() else 0
     assert usage_problem(x) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6000), st.integers(0, 2**32 - 1), st.sampled_from(["gamma", "narrow", "ties", "zeros"]),
+       st.lists(st.floats(0, 100), min_size=1, max_size=4))
+def test_percentiles_by_radix_selection_are_numpys(k, seed, shape, levels):
+    """Long rows take every path of the selection: digits counted, kept and
+    counted again, small groups sorted, all keys of a digit equal."""
+    rng = np.random.default_rng(seed)
+    row = {"gamma": lambda: rng.gamma(0.6, 0.05, k),
+           "narrow": lambda: 0.5 + rng.random(k) * 1e-6,  # one top digit, one second digit
+           "ties": lambda: rng.integers(0, 3, k) / 4.0,
+           "zeros": lambda: np.where(rng.random(k) < 0.9, 0.0, rng.random(k))}[shape]()
+    x = np.ascontiguousarray(row[None, :], dtype=np.float32)
+    if shape == "zeros":
+        x[0, ::7] = -0.0
+    levels = np.array(sorted(levels))
+    got = task_statistics(x, levels)[4][0]
+    assert np.array_equal(got, np.percentile(x[0].astype(np.float64), levels))

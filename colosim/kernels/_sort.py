@@ -86,3 +86,59 @@ def sort_float64(a, keys, scratch):
     for i in range(n):
         u = src[i]
         bits[i] = (u ^ _F64_SIGN) if (u & _F64_SIGN) else ~u
+
+
+@jit
+def _key32(v, u):
+    """The order-preserving uint32 key of float32 ``v`` with bits ``u``
+    (-0.0 as 0.0), as :func:`sort_float32` makes it."""
+    if v == 0:
+        u = np.uint32(0)
+    return ~u if (u & _F32_SIGN) else (u | _F32_SIGN)
+
+
+@jit
+def order_statistics_float32(values, ranks, out):
+    """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
+    (0-based; ranks ascending), as :func:`sort_float32` would place it, by
+    radix selection: one pass counts the keys' top 11 bits, a second
+    gathers the keys of the digits that hold a wanted rank, and only those
+    are sorted. ``values`` is not changed."""
+    n = values.shape[0]
+    bits = np.ascontiguousarray(values).view(np.uint32)
+    shift = np.uint32(21)
+    counts = np.zeros(2048, dtype=np.int64)
+    for i in range(n):
+        counts[_key32(values[i], bits[i]) >> shift] += 1
+    before = np.zeros(2049, dtype=np.int64)  # keys with a digit below d
+    for d in range(2048):
+        before[d + 1] = before[d] + counts[d]
+    wanted = np.zeros(2048, dtype=np.bool_)
+    d = 0
+    for r in range(ranks.shape[0]):
+        while before[d + 1] <= ranks[r]:
+            d += 1
+        wanted[d] = True
+    at = np.full(2048, -1, dtype=np.int64)  # where a wanted digit's keys start
+    size = 0
+    for d in range(2048):
+        if wanted[d]:
+            at[d] = size
+            size += counts[d]
+    keys = np.empty(size, dtype=np.uint32)
+    fill = at.copy()
+    for i in range(n):
+        key = _key32(values[i], bits[i])
+        d = key >> shift
+        if wanted[d]:
+            keys[fill[d]] = key
+            fill[d] += 1
+    if size > 1:  # sorted by every digit: the gathered keys span several top digits
+        keys = _lsd(keys, np.empty(size, dtype=np.uint32), _F32_SHIFTS, _F32_MASK)
+    ob = out.view(np.uint32)
+    d = 0
+    for r in range(ranks.shape[0]):
+        while before[d + 1] <= ranks[r]:
+            d += 1
+        u = keys[at[d] + ranks[r] - before[d]]
+        ob[r] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u

@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._sort import sort_float32
+from ._sort import order_statistics_float32
 
 __all__ = ["task_statistics", "row_means", "log_mgf", "usage_problem"]
 
@@ -253,14 +253,24 @@ def _percentiles_selected(values, levels, out):
 
 @jit
 def _percentiles_sorted(row, levels, out):
-    """Percentiles of float32 values by a radix sort, then NumPy's linear
-    method on the sorted values: float32 to float64 is exact and monotone,
-    so the order statistics are those NumPy finds on the float64 values."""
+    """Percentiles of float32 values by NumPy's linear method on the order
+    statistics it needs, found by radix selection
+    (:func:`order_statistics_float32`): float32 to float64 is exact and
+    monotone, so they are those NumPy finds on the float64 values."""
     k = row.shape[0]
-    ordered = np.empty(k, dtype=np.float32)
-    sort_float32(row, ordered)
-    for p in range(levels.shape[0]):
+    L = levels.shape[0]
+    ranks = np.empty(2 * L, dtype=np.int64)
+    for p in range(L):
+        lo = int(math.floor((k - 1) * (levels[p] / 100.0)))
+        ranks[2 * p] = lo
+        ranks[2 * p + 1] = min(lo + 1, k - 1)
+    order = np.argsort(ranks)
+    found = np.empty(2 * L, dtype=np.float32)
+    order_statistics_float32(row, ranks[order], found)
+    value = np.empty(2 * L, dtype=np.float32)
+    for r in range(2 * L):
+        value[order[r]] = found[r]
+    for p in range(L):
         index = (k - 1) * (levels[p] / 100.0)
         lo = int(math.floor(index))
-        hi = min(lo + 1, k - 1)
-        out[p] = _lerp(np.float64(ordered[lo]), np.float64(ordered[hi]), index - lo)
+        out[p] = _lerp(np.float64(value[2 * p]), np.float64(value[2 * p + 1]), index - lo)
