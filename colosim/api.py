@@ -12,7 +12,7 @@ import numpy as np
 
 from .engine import evaluate, instance_metrics, lay_out, pack_observed
 from .errors import InputError
-from .kernels.stats import usage_problem
+from .io._checks import usage_problem
 from .model.grid import GridPoint
 from .model.metrics import Metrics
 

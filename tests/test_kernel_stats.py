@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from colosim.kernels.stats import row_means, task_statistics, usage_problem
+from colosim.io._checks import usage_problem
+from colosim.kernels.stats import row_means, task_statistics
 from colosim.kernels.tiles import TILE, column_tiles
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
+from ._checks import usage_problem
 from ._hdf5 import MappedFile, attr_json, attr_str, create_contiguous, memmap_dataset, open_h5
 from .atomic import atomic_path
 from .outputs import hdf5_kind
@@ -75,9 +76,8 @@ class Store(MappedFile):
         else:
             with _random_access_view(self.path, source) as view:
                 block[order] = view[index[order]]
-        bad = ~np.isfinite(block) | (block < 0)
-        if bad.any():
-            r, t = np.argwhere(bad)[0]
+        if usage_problem(block):  # one pass; where, only when there is a bad value
+            r, t = np.argwhere(~np.isfinite(block) | (block < 0))[0]
             raise InputError(
                 f"{self.path}: dataset {which!r} row {int(index[r])} column {int(t)} "
                 f"holds {block[r, t]!r} (usage must be finite and >= 0)"

@@ -14,7 +14,7 @@ from numba import prange
 from .._jit import jit, pjit
 from ._sort import order_statistics_float32
 
-__all__ = ["task_statistics", "row_means", "log_mgf", "usage_problem"]
+__all__ = ["task_statistics", "row_means", "log_mgf"]
 
 
 #: rows handled together: their sums are independent chains of additions,
@@ -129,32 +129,6 @@ def row_means(x):
         for r in range(i1 - i0):
             out[i0 + r] = ss[r] / k
     return out
-
-
-@pjit
-def usage_problem(x):
-    """0 when every value of ``x`` (n, k) is finite and non-negative, 1 when
-    one is NaN or infinite, 2 when one is negative (and none is NaN or
-    infinite). One branch-free pass that vectorizes."""
-    n, k = x.shape
-    big = np.inf
-    nonfinite = np.zeros(n, dtype=np.bool_)
-    negative = np.zeros(n, dtype=np.bool_)
-    for i in prange(n):
-        row = x[i]
-        finite = True
-        nonneg = True
-        for t in range(k):
-            v = row[t]
-            finite &= (v == v) & (v != big) & (v != -big)
-            nonneg &= v >= 0
-        nonfinite[i] = not finite
-        negative[i] = not nonneg
-    if nonfinite.any():
-        return 1
-    if negative.any():
-        return 2
-    return 0
 
 
 @pjit
