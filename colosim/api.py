@@ -126,4 +126,8 @@ def _as_assignment(assign, n: int) -> np.ndarray:
         raise InputError(f"assign must hold integers, not dtype {arr.dtype}")
     if (arr < 0).any():
         raise InputError("assign holds negative bin numbers")
+    if arr.size and int(arr.max()) >= n:
+        # bins are numbered 0..m-1 and each holds a task: m <= n
+        raise InputError(f"assign holds bin number {int(arr.max())}; the bins of {n} tasks are numbered "
+                         f"0..m-1 with m <= {n}")
     return np.ascontiguousarray(arr, dtype=np.int64)

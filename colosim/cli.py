@@ -10,6 +10,8 @@ also for typer's usage errors; 1 an internal or I/O failure.
 from __future__ import annotations
 
 import contextlib
+import errno
+import re
 import signal
 import sys
 import threading
@@ -38,6 +40,12 @@ class _App(TyperGroup):
         except InputError as exc:
             typer.echo(f"error: {printable(exc)}", err=True)  # one line, whatever a file name holds
             raise typer.Exit(2) from None
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            # a path given on the command line that no file system can hold
+            typer.echo(f"error: {printable(exc.filename or '')}: {exc.strerror}", err=True)
+            raise typer.Exit(2) from None
         except Interrupted as exc:
             typer.echo(f"{exc}; run the same command again to resume", err=True)
             raise typer.Exit(130) from None
@@ -49,6 +57,7 @@ class _App(TyperGroup):
         """Usage errors (an unknown option, a value out of range) are one
         ``error: …`` line too, exit code 2, rather than a box of text."""
         usage, click_error, no_args = _click_errors()
+        _strict_numbers(self)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except no_args:  # `colosim` or `colosim ingest` alone: the help, already printed
@@ -67,6 +76,41 @@ class _App(TyperGroup):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.IGNORECASE)
+
+
+def _strict_numbers(group) -> None:
+    """Integer and float options read only plain ASCII numbers: Python's
+    ``int()`` and ``float()`` also take ``1_0`` (as 10) and other scripts'
+    digits, which a typo should not become. Done once per command."""
+    import typing
+
+    commands = list(group.commands.values())
+    while commands:
+        command = commands.pop()
+        commands.extend(getattr(command, "commands", {}).values())
+        for param in command.params:
+            annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if typing.get_origin(annotation) is typing.Union:  # Optional[int]
+                annotation = next((a for a in typing.get_args(annotation) if a is not type(None)), None)
+            if typing.get_origin(annotation) is list:
+                annotation = (typing.get_args(annotation) or (None,))[0]
+            if annotation not in (int, float) or getattr(param, "_colosim_strict", False):
+                continue
+
+            def process_value(ctx, value, _process=param.process_value, _param=param, _int=annotation is int):
+                for v in value if isinstance(value, (list, tuple)) else (value,):
+                    if isinstance(v, str):
+                        text = v.strip()
+                        if not (re.fullmatch(r"[+-]?[0-9]+", text) if _int else _NUMBER.fullmatch(text)):
+                            raise typer.BadParameter(f"{v!r} is not {'an integer' if _int else 'a number'}",
+                                                     ctx=ctx, param=_param)
+                return _process(ctx, value)
+
+            param.process_value = process_value
+            param._colosim_strict = True
 
 
 def _click_errors() -> tuple[type, type, type]:
@@ -477,19 +521,30 @@ def info(
 def _sizes(text: str) -> tuple[int, ...]:
     """``"10,20,50"`` or ``"START:STOP:STEP"`` (inclusive) -> sorted sizes."""
     text = text.strip()
+
+    def integer(p: str) -> int:
+        if not re.fullmatch(r"[+-]?[0-9]+", p.strip()):  # no 1_0, no other digits
+            raise ValueError(p)
+        return int(p)
     try:
         if ":" in text:
-            parts = [int(p) for p in text.split(":")]
+            parts = [integer(p) for p in text.split(":")]
             if len(parts) != 3 or parts[2] < 1:
                 raise ValueError
-            sizes = list(range(parts[0], parts[1] + 1, parts[2]))
+            sizes = range(parts[0], parts[1] + 1, parts[2])
         else:
-            sizes = [int(p) for p in text.split(",") if p.strip()]
+            sizes = [integer(p) for p in text.split(",") if p.strip()]
     except ValueError:
         raise InputError(f"--sizes {text!r}: expected 'A,B,C' or 'START:STOP:STEP' of integers") from None
-    if not sizes or min(sizes) < 1:
-        raise InputError(f"--sizes {text!r}: sizes must be positive integers")
+    if len(sizes) > MAX_SIZES:
+        raise InputError(f"--sizes {text!r}: {len(sizes)} sizes, at most {MAX_SIZES}")
+    if not sizes or min(sizes) < 1 or max(sizes) > MAX_TASKS:
+        raise InputError(f"--sizes {text!r}: sizes must be integers in [1, {MAX_TASKS}]")
     return tuple(sorted(set(sizes)))
+
+
+#: the most sizes ``characterize --sizes`` takes
+MAX_SIZES = 10_000
 
 
 @app.command()
@@ -617,7 +672,7 @@ def compare(
                       _with_interval(c, "dq", "{:+.2e}"), c["q_verdict"])
     Console(width=None if sys.stdout.isatty() else 200).print(table)
     if out is not None:
-        with lock(out):
+        with lock(out, can_wait=False):
             write_text_atomic(out, comparison_text(comparison))
         typer.echo(f"wrote {out} ({len(comparison)} grid points)", err=True)
 

@@ -161,6 +161,8 @@ def load_config(path, *, grid_required: bool = True) -> SweepConfig:
     ``[grid]``: every key at its default)."""
     path = Path(path)
     try:
+        if path.exists() and not path.is_dir() and not path.is_file():
+            raise InputError(f"{path}: not a regular file (a device, FIFO or socket), not a config file")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: config file not found") from None
@@ -168,6 +170,8 @@ def load_config(path, *, grid_required: bool = True) -> SweepConfig:
         raise InputError(f"{path}: is a directory, not a config file") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:  # no permission, a name too long, a path through a file
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

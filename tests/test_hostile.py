@@ -457,3 +457,104 @@ def test_sigkill_leaves_a_temporary_the_next_run_removes(workdir):
     assert code == -signal.SIGKILL and _temps(workdir)
     assert invoke("generate", "--out", "big.h5", "--tasks", 5, "--realizations", 4).exit_code == 0
     assert not _temps(workdir)
+
+
+# ------------------------------------- a second hostile pass (after the fixes)
+
+
+@pytest.mark.parametrize("args", [
+    ["realize", "fifo", "--out", "x.h5", "--tasks", 1, "--realizations", 5, "--seed", 1],
+    ["sweep", "fifo", "--out", "z.csv"],
+    ["sweep", "fifo.toml", "--out", "z.csv"],  # a config whose store is the FIFO
+    ["characterize", "--synthetic", 30, "--out", "ch", "--store", "fifo"],
+])
+def test_a_fifo_as_an_input_is_refused_without_blocking(workdir, args):
+    os.mkfifo(workdir / "fifo")
+    (workdir / "fifo.toml").write_text(CONFIG.replace('path = "store.h5"', 'path = "fifo"'))
+    before = snapshot(workdir)
+    refused(invoke(*args), "fifo", "not a regular file")
+    assert snapshot(workdir) == before
+    with pytest.raises(InputError, match="not a regular file"):
+        open_store(workdir / "fifo")
+
+
+@pytest.mark.parametrize("length", [250, 300])
+def test_an_output_name_too_long_for_its_lock_is_one_line(workdir, length):
+    before = snapshot(workdir)
+    refused(invoke("generate", "--out", "a" * length + ".h5", "--tasks", 5, "--realizations", 5), "file name")
+    assert snapshot(workdir) == before
+
+
+def test_plan_into_the_current_folder(workdir):
+    (workdir / "plan.toml").write_text(CONFIG.replace('estimator = ["gpa:0.01", "av:1.25"]\n', "")
+                                       .replace("clairvoyance = [0.5, 1.0]\n", ""))
+    res = invoke("plan", "plan.toml", "--slo", "0.9", "--out", ".")
+    assert res.exit_code == 0, res.output
+    assert (workdir / "plan.csv").is_file()
+
+
+def test_force_never_replaces_a_text_file_that_mentions_svg(workdir):
+    reference(workdir)
+    figs = workdir / "figs"
+    figs.mkdir()
+    notes = figs / "fig07_m_vs_q.svg"
+    notes.write_text("# my notes: <svg> icons later\n")
+    before = snapshot(workdir)
+    refused(invoke("plot", "ref.csv", "--out", "figs", "--figure", 7, "--force"), "fig07_m_vs_q.svg",
+            "not a SVG image")
+    assert snapshot(workdir) == before
+
+
+def test_synth_trace_removes_the_temporary_of_a_killed_run(workdir):
+    stale = workdir / f".tr.{_dead_pid()}-0123abcd{outputs.TMP_SUFFIX}"
+    stale.mkdir()
+    (stale / "part-00000-of-00001.csv.gz").write_bytes(b"x" * 100)
+    assert invoke("synth-trace", "--out", "tr", "--tasks", 3, "--days", 1, "--seed", 1).exit_code == 0
+    assert not stale.exists() and (workdir / "tr" / "planted.json").is_file()
+    assert not list(workdir.glob(f"*{outputs.TMP_SUFFIX}"))
+
+
+@pytest.mark.parametrize("args, words", [
+    (["synth-trace", "--out", "tr", "--tasks", 3, "--days", 100_000, "--seed", 1], ["--days", "open file"]),
+    (["synth-trace", "--out", "tr", "--tasks", 99_999_999_999, "--days", 1, "--seed", 1], ["--tasks"]),
+    (["characterize", "--synthetic", 30, "--out", "ch", "--sizes", "1:99999999999:1"], ["--sizes"]),
+    (["generate", "--out", "g.h5", "--tasks", "1_0", "--realizations", 5], ["--tasks", "1_0"]),
+    (["plan", "sweep.toml", "--slo", "0.9_9", "--out", "p"], ["--slo"]),
+    (["generate", "--out", "g.h5", "--tasks", "\uff11", "--realizations", 5], ["--tasks"]),
+])
+def test_sizes_and_numbers_found_in_the_second_pass(workdir, args, words):
+    before = snapshot(workdir)
+    refused(invoke(*args), *words)
+    assert snapshot(workdir) == before
+
+
+def test_a_full_width_digit_is_not_a_number_in_a_config(workdir):
+    (workdir / "w.toml").write_text(CONFIG.replace('"gpa:0.01"', '"gpa:\uff10.01"'))
+    refused(invoke("sweep", "w.toml", "--out", "w.csv"), "w.toml", "is not a number")
+
+
+def test_a_command_without_wait_does_not_offer_it(workdir):
+    proc = _holder(workdir / "g.h5", 30)
+    try:
+        line = refused(invoke("generate", "--out", "g.h5", "--tasks", 5, "--realizations", 5),
+                       "being written by process")
+        assert "--wait" not in line
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_api_arguments_found_in_the_second_pass(workdir):
+    import colosim
+
+    x = np.ones((10, 4), dtype=np.float32)
+    for assign in (np.full(10, 10**12), np.full(10, 2**63 - 1), np.full(10, 10)):
+        with pytest.raises(InputError, match="assign"):
+            colosim.violations(x, assign)
+    with open_store(workdir / "store.h5") as store:
+        for index, words in ((np.array([99]), "out of range"), (np.array([-1]), "out of range"),
+                             (np.array([[0]]), "1-D"), ("a", "integer"), (np.array([0.5]), "integer")):
+            with pytest.raises(InputError, match=words):
+                store.rows(index)
+        assert store.rows(np.array([], dtype=np.int64)).shape == (0, 200)

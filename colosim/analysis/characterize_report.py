@@ -346,7 +346,7 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
             name = str(series)
         store_file = stack.enter_context(open_store(store)) if store is not None else None
         result = characterize(source, store_file, progress=progress, name=name, **options)
-        with lock(out):
+        with lock(out, can_wait=False):
             written = write_outputs(result, out, progress=progress)
     return result, written
 

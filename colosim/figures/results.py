@@ -677,7 +677,7 @@ def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool):
     try:
         with contextlib.ExitStack() as stack:
             for target in targets:
-                stack.enter_context(lock(target))
+                stack.enter_context(lock(target, can_wait=False))
             written = plot_results(rows, out_dir, figures=wanted, progress=progress, realizations=realizations)
     except BaseException:
         if made:  # a folder this run made and left empty

@@ -68,6 +68,8 @@ def open_h5(path: str | os.PathLike, expected_format: str, what: str) -> h5py.Fi
         raise InputError(f"{path}: {what} file not found")
     if path.is_dir():
         raise InputError(f"{path}: is a directory, not a {what} file")
+    if not path.is_file():  # a FIFO would block the open for good, a device be read
+        raise InputError(f"{path}: not a regular file (a device, FIFO or socket), not a {what} file")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:

@@ -45,7 +45,7 @@ _TMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]{8}" + re.escape(TMP_S
 def temp_path(target: str | os.PathLike) -> Path:
     """A fresh temporary name beside ``target`` that records this process
     (``.NAME.PID-TOKEN.colosim-tmp``); nothing is created."""
-    target = Path(target)
+    target = named(target)
     return target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}")
 
 
@@ -147,7 +147,13 @@ def text_kind(prefix: str, name: str) -> Kind:
 
 
 PNG = Kind("PNG image", lambda p: p.is_file() and _head(p, 8) == b"\x89PNG\r\n\x1a\n")
-SVG = Kind("SVG image", lambda p: p.is_file() and b"<svg" in _head(p, 4096))
+def _is_svg(path: Path) -> bool:
+    """An XML document (``<?xml`` first) whose root element is ``<svg``."""
+    head = _head(path, 4096).lstrip()
+    return path.is_file() and head.startswith(b"<?xml") and b"<svg" in head
+
+
+SVG = Kind("SVG image", _is_svg)
 
 
 def image_kind(path: Path) -> Kind:
@@ -167,6 +173,31 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+#: room kept in a file name for the hidden lock and temporary names beside it
+_NAME_ROOM = 48
+
+
+def named(target: str | os.PathLike) -> Path:
+    """``target`` with a last component (``.``, ``..`` or ``/`` made
+    absolute), so that its lock and temporaries can be named beside it."""
+    target = Path(target)
+    if not target.name or target.name == "..":
+        target = Path(os.path.abspath(target))
+    return target
+
+
+def _check_name(target: Path, option: str) -> None:
+    """Refuse a name too long for the lock and temporaries beside it."""
+    name = named(target).name
+    try:
+        limit = os.pathconf(named(target).parent if named(target).parent.is_dir() else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(os.fsencode(name)) + _NAME_ROOM > limit:
+        raise InputError(f"{option} {target}: a file name of {len(os.fsencode(name))} bytes; at most "
+                         f"{limit - _NAME_ROOM} (room is kept for the lock and temporaries beside it)")
+
+
 def claim(target: str | os.PathLike, *, kind: Kind, inputs: Iterable = (), force: bool = False,
           option: str = "--out") -> Path:
     """Check that ``target`` may be written by this run (see the module
@@ -176,6 +207,7 @@ def claim(target: str | os.PathLike, *, kind: Kind, inputs: Iterable = (), force
     if text == "":
         raise InputError(f"{option} '': an empty path")
     target = Path(text)
+    _check_name(target, option)
     for given in inputs:
         if given is None:
             continue
@@ -207,6 +239,7 @@ def claim_dir(target: str | os.PathLike, *, inputs: Iterable = (), option: str =
     if text == "":
         raise InputError(f"{option} '': an empty path")
     target = Path(text)
+    _check_name(target, option)
     for given in inputs:
         if given is not None and os.path.exists(given) and os.path.exists(target) and _same(target, given):
             raise InputError(f"{option} {target}: is the input {given} of this run; choose another folder")
@@ -222,7 +255,7 @@ def claim_dir(target: str | os.PathLike, *, inputs: Iterable = (), option: str =
 
 
 def lock_path(target: str | os.PathLike) -> Path:
-    target = Path(target)
+    target = named(target)
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
 
@@ -234,7 +267,7 @@ def _holder(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def lock(target: str | os.PathLike, *, wait: bool = False):
+def lock(target: str | os.PathLike, *, wait: bool = False, can_wait: bool = True):
     """Hold the advisory lock of output ``target`` (a hidden
     ``.NAME.colosim-lock`` beside it, removed on release). Held already by
     another run: an :class:`InputError` naming its process, or with
@@ -252,7 +285,7 @@ def lock(target: str | os.PathLike, *, wait: bool = False):
             if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise
             raise InputError(f"{target}: being written by {_holder(path)} (another colosim run); "
-                             "wait for it, or pass --wait") from None
+                             + ("wait for it, or pass --wait" if can_wait else "wait for it")) from None
         try:
             same = os.path.samestat(os.fstat(fd), os.stat(path))
         except FileNotFoundError:

@@ -62,11 +62,16 @@ class Store(MappedFile):
         if self.closed:
             raise InputError(f"{self.path}: the store is closed")
         if which not in ("x", "y"):
-            raise ValueError(f"which must be 'x' or 'y', not {which!r}")
+            raise InputError(f"which must be 'x' or 'y', not {which!r}")
         source = self.x if which == "x" else self.y
-        index = np.asarray(index, dtype=np.int64)
+        given = np.asarray(index)
+        if given.ndim != 1 or (given.size and given.dtype.kind not in "iu"):
+            raise InputError(f"{self.path}: rows must be a 1-D array of integer row numbers, not "
+                             f"{given.ndim}-D of dtype {given.dtype}")
+        index = given.astype(np.int64)
         if index.size and (index.min() < 0 or index.max() >= source.shape[0]):
-            raise ValueError(f"row index out of range for a store of {source.shape[0]} tasks")
+            raise InputError(f"{self.path}: row index out of range for a store of {source.shape[0]} tasks "
+                             f"(0..{source.shape[0] - 1})")
         # Reading rows in increasing file order is kinder to the page cache;
         # the result keeps the caller's order.
         order = np.argsort(index, kind="stable")

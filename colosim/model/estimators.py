@@ -220,7 +220,7 @@ ESTIMATORS: dict[str, EstimatorKind] = {e.name: e for e in (
 _SPEC_RE = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*(?::\s*(\S+?)\s*)?$")
 #: a parameter as a plain decimal number (not Python's lenient float(): no
 #: "1_0", "inf" or "nan")
-_NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$", re.ASCII)  # ASCII digits only
 
 
 def known_specs() -> str:

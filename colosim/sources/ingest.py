@@ -74,7 +74,7 @@ def writing(output: SeriesOutput):
         made.append(folder)
         folder = folder.parent
     try:
-        with lock(output.path):
+        with lock(output.path, can_wait=False):
             output.check()
             yield output
     except BaseException:

@@ -234,7 +234,7 @@ def realize_file(series_path, out, *, n_tasks: int, n_realizations: int, seed: i
         claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
         if isinstance(n_tasks, int) and isinstance(n_realizations, int) and n_tasks >= 1 and n_realizations >= 1:
             check_store_size(out, n_tasks, n_realizations)
-        with lock(out):
+        with lock(out, can_wait=False):
             claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
             realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
                     source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,

@@ -69,7 +69,7 @@ def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: in
     if not (isinstance(daily_amplitude, (int, float)) and 0 <= daily_amplitude < 1):
         raise InputError(f"daily_amplitude must be in [0, 1), not {daily_amplitude!r}", param="daily_amplitude")
     check_store_size(out, n_tasks, n_realizations)
-    with lock(out):
+    with lock(out, can_wait=False):
         claim(out, kind=STORE_KIND, force=force)  # again, now that no other run can write it
         population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
         realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,

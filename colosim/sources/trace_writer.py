@@ -32,15 +32,17 @@ import gzip
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .. import streams
 from ..errors import InputError
+from ..io import outputs
+from ..io.outputs import claim_dir
 from ..io.series import WINDOW_US
 from ..progress import Progress, no_progress
+from ..resources import MAX_TASKS, check_memory
 from .ingest import MIN_RECORDS
 from .population import TRACE_START_US, PopulationModel, SyntheticPopulation
 
@@ -133,23 +135,29 @@ def write_synthetic_trace(
     for name, v in (("failing_share", failing_share), ("zero_share", zero_share), ("short_share", short_share)):
         if not 0 <= v <= 10:
             raise InputError(f"{name} must be in [0, 10], not {v!r}")
-    out_dir = Path(out_dir)
+    if n_tasks > MAX_TASKS:
+        raise InputError(f"n_tasks must be <= {MAX_TASKS}, not {n_tasks}", param="n_tasks")
+    most_days = max_days()
+    if days > most_days:
+        raise InputError(f"days must be <= {most_days} (one open file per day and table, within this "
+                         f"process's limit of open files), not {days}", param="days")
+    check_memory(64.0 * n_tasks, f"a synthetic trace of {n_tasks} tasks")
+    out_dir = outputs.named(claim_dir(out_dir))
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise InputError(f"{out_dir}: exists and is not an empty directory (will not overwrite)")
     population = SyntheticPopulation(int(n_tasks), seed, model)  # checks the seed
     n_windows = int(days) * WINDOWS_PER_DAY
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    parent = out_dir.parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=parent))
+    outputs.remove_stale(parent, out_dir.name)  # those of a killed run
+    tmp = outputs.temp_path(out_dir)
+    tmp.mkdir()
     try:
         advance = progress(f"synth-trace {out_dir.name}", total_tasks(n_tasks, failing_share, zero_share,
                                                                       short_share))
         planted = _write(tmp, population, n_windows, int(days), seed, failing_share, zero_share,
                          short_share, plant_every, chunk_tasks, advance)
         (tmp / "planted.json").write_text(json.dumps(planted, indent=1) + "\n", encoding="utf-8")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private
         if out_dir.exists():
             out_dir.rmdir()
         os.replace(tmp, out_dir)
@@ -157,6 +165,21 @@ def write_synthetic_trace(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return planted
+
+
+def max_days() -> int:
+    """The most days a trace may have: two shards (task_events,
+    task_usage) are open per day, within this process's soft limit of open
+    files, less some for everything else."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            soft = 1 << 16
+    except (ImportError, OSError, ValueError):  # no such limit here
+        soft = 1024
+    return max(1, (min(soft, 1 << 16) - 64) // 2)
 
 
 def total_tasks(n_tasks: int, failing_share=0.05, zero_share=0.02, short_share=0.2) -> int:
