@@ -1,4 +1,5 @@
-"""One least-significant-digit radix sort, for float32 and float64 values.
+"""One least-significant-digit radix sort, for float32 and float64 values,
+and the order statistics of float32 values by radix selection.
 
 Floats map to unsigned keys of their width whose order is the numeric order
 (negative: all bits flipped; otherwise the sign bit set). Keys are sorted by
@@ -98,12 +99,44 @@ def _key32(v, u):
 
 
 @jit
+def select(a, lo, hi, k):
+    """Reorder ``a[lo:hi + 1]`` in place so that ``a[k]`` is its k-th
+    smallest, smaller-or-equal values before it and greater-or-equal after
+    (Hoare quickselect, median-of-three pivot; duplicates split evenly)."""
+    while hi > lo:
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+
+
+@jit
 def order_statistics_float32(values, ranks, out):
     """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
     (0-based; ranks ascending), as :func:`sort_float32` would place it, by
     radix selection: one pass counts the keys' top 11 bits, a second
-    gathers the keys of the digits that hold a wanted rank, and only those
-    are sorted. ``values`` is not changed."""
+    gathers the keys of the digits that hold a wanted rank, and each rank is
+    selected among its digit's keys (quickselect). ``values`` is not changed."""
     n = values.shape[0]
     bits = np.ascontiguousarray(values).view(np.uint32)
     shift = np.uint32(21)
@@ -133,12 +166,19 @@ def order_statistics_float32(values, ranks, out):
         if wanted[d]:
             keys[fill[d]] = key
             fill[d] += 1
-    if size > 1:  # sorted by every digit: the gathered keys span several top digits
-        keys = _lsd(keys, np.empty(size, dtype=np.uint32), _F32_SHIFTS, _F32_MASK)
+    # within a wanted digit, each rank by selection: ranks ascend, so the
+    # next one is searched only above the last one found in the same digit
     ob = out.view(np.uint32)
     d = 0
+    last = -1
+    low = 0
     for r in range(ranks.shape[0]):
         while before[d + 1] <= ranks[r]:
             d += 1
-        u = keys[at[d] + ranks[r] - before[d]]
+        if d != last:
+            low, last = at[d], d
+        k = at[d] + ranks[r] - before[d]
+        select(keys, low, at[d] + counts[d] - 1, k)
+        low = k
+        u = keys[k]
         ob[r] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u

@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._sort import order_statistics_float32
+from ._sort import order_statistics_float32, select
 
 __all__ = ["task_statistics", "row_means", "log_mgf"]
 
@@ -155,38 +155,6 @@ def log_mgf(observed, s_grid):
 
 
 @jit
-def _select(a, lo, hi, k):
-    """Reorder ``a[lo:hi + 1]`` in place so that ``a[k]`` is its k-th
-    smallest, smaller-or-equal values before it and greater-or-equal after
-    (Hoare quickselect, median-of-three pivot; duplicates split evenly)."""
-    while hi > lo:
-        mid = (lo + hi) >> 1
-        if a[mid] < a[lo]:
-            a[mid], a[lo] = a[lo], a[mid]
-        if a[hi] < a[lo]:
-            a[hi], a[lo] = a[lo], a[hi]
-        if a[hi] < a[mid]:
-            a[hi], a[mid] = a[mid], a[hi]
-        pivot = a[mid]
-        i, j = lo, hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            return
-
-
-@jit
 def _lerp(a, b, gamma):
     # NumPy's linear method evaluates the lerp from the upper end when the
     # fraction is >= 0.5
@@ -212,7 +180,7 @@ def _percentiles_selected(values, levels, out):
         if lo < start:  # same rank as the previous level: already in place
             lo_value = values[lo]
         else:
-            _select(values, start, k - 1, lo)
+            select(values, start, k - 1, lo)
             lo_value = values[lo]
             start = lo
         if lo + 1 < k:
