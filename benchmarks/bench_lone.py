@@ -1,0 +1,64 @@
+"""One colosim.run call against the vectorized NumPy baseline
+(benchmarks/numpy_baseline.py) on the same 1,000 × 10,000 instance, both
+warm (median of repeats after a first call), with m_abs and q compared.
+
+    python benchmarks/bench_lone.py --store STORE.h5 [--repeat 5]
+
+Also prints the time of one read of the instance (NumPy's max over x), the
+floor any call pays. Instance 0 of the store (SPEC §6, seed 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import colosim  # noqa: E402
+from benchmarks import numpy_baseline  # noqa: E402
+from benchmarks.bench_run import ESTIMATORS  # noqa: E402
+from colosim.runner.sweep import instance_rows  # noqa: E402
+
+
+def median_time(fn, repeat):
+    fn()  # warm: compiled, caches touched
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", required=True)
+    ap.add_argument("--tasks", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    with colosim.open_store(args.store) as s:
+        idx = instance_rows(1, 0, s.n_tasks, args.tasks)
+        x, y = s.rows(idx, "x"), s.rows(idx, "y")
+    read, _ = median_time(lambda: float(x.max()), args.repeat)
+    print(f"instance {x.shape} {x.dtype}; numba threads {__import__('numba').get_num_threads()}; "
+          f"one read of x: {read * 1e3:.1f} ms")
+    print(f"{'estimator':<14}{'NumPy ms':>10}{'colosim ms':>12}{'ratio':>8}{'÷ read':>8}  same m_abs, q")
+    ratios = []
+    for spec in ESTIMATORS:
+        fast, got = median_time(lambda spec=spec: colosim.run(x, y, spec), args.repeat)
+        slow, (m_abs, _, q) = median_time(lambda spec=spec: numpy_baseline.grid_point(x, y, spec), args.repeat)
+        ratios.append(slow / fast)
+        print(f"{spec:<14}{slow * 1e3:>10.1f}{fast * 1e3:>12.1f}{slow / fast:>8.1f}{fast / read:>8.1f}  "
+              f"{got.m_abs == m_abs and got.q == q}")
+    print(f"geometric mean ratio {math.exp(np.mean(np.log(ratios))):.1f}, lowest {min(ratios):.1f}")
+
+
+if __name__ == "__main__":
+    main()
