@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -47,7 +48,7 @@ def main():
         idx = instance_rows(1, 0, s.n_tasks, args.tasks)
         x, y = s.rows(idx, "x"), s.rows(idx, "y")
     read, _ = median_time(lambda: float(x.max()), args.repeat)
-    print(f"instance {x.shape} {x.dtype}; numba threads {__import__('numba').get_num_threads()}; "
+    print(f"instance {x.shape} {x.dtype}; numba threads {numba.get_num_threads()}; "
           f"one read of x: {read * 1e3:.1f} ms")
     print(f"{'estimator':<14}{'NumPy ms':>10}{'colosim ms':>12}{'ratio':>8}{'÷ read':>8}  same m_abs, q")
     ratios = []
