@@ -76,16 +76,20 @@ def test_usage_problem_is_numpys_verdict(spec, bad, data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 6000), st.integers(0, 2**32 - 1), st.sampled_from(["gamma", "narrow", "ties", "zeros"]),
-       st.lists(st.floats(0, 100), min_size=1, max_size=4))
+@given(st.integers(1, 6000), st.integers(0, 2**32 - 1),
+       st.sampled_from(["gamma", "narrow", "ties", "zeros", "spread"]),
+       st.lists(st.floats(0, 100), min_size=1, max_size=6))
 def test_percentiles_by_radix_selection_are_numpys(k, seed, shape, levels):
-    """Long rows take every path of the selection: digits counted, kept and
-    counted again, small groups sorted, all keys of a digit equal."""
+    """Long rows take every path of the selection: few wanted top digits
+    (gathered one by one) and many (gathered in one pass), all keys of a
+    digit equal, one top and one second digit for all keys, ranks that
+    share digits."""
     rng = np.random.default_rng(seed)
     row = {"gamma": lambda: rng.gamma(0.6, 0.05, k),
            "narrow": lambda: 0.5 + rng.random(k) * 1e-6,  # one top digit, one second digit
            "ties": lambda: rng.integers(0, 3, k) / 4.0,
-           "zeros": lambda: np.where(rng.random(k) < 0.9, 0.0, rng.random(k))}[shape]()
+           "zeros": lambda: np.where(rng.random(k) < 0.9, 0.0, rng.random(k)),
+           "spread": lambda: rng.random(k) * 2.0 ** rng.integers(-30, 10, k)}[shape]()  # many top digits
     x = np.ascontiguousarray(row[None, :], dtype=np.float32)
     if shape == "zeros":
         x[0, ::7] = -0.0

@@ -131,54 +131,160 @@ def select(a, lo, hi, k):
 
 
 @jit
-def order_statistics_float32(values, ranks, out):
-    """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
-    (0-based; ranks ascending), as :func:`sort_float32` would place it, by
-    radix selection: one pass counts the keys' top 11 bits, a second
-    gathers the keys of the digits that hold a wanted rank, and each rank is
-    selected among its digit's keys (quickselect). ``values`` is not changed."""
+def _keys32(values, keys, counts):
+    """The order-preserving keys of float32 ``values`` (-0.0 as 0.0) into
+    ``keys``, and the histogram of their top 11 bits added into the four
+    rows of ``counts`` (4, 2048): consecutive values count into different
+    rows, so that runs of equal digits do not wait on one counter."""
     n = values.shape[0]
     bits = np.ascontiguousarray(values).view(np.uint32)
-    shift = np.uint32(21)
-    counts = np.zeros(2048, dtype=np.int64)
-    for i in range(n):
-        counts[_key32(values[i], bits[i]) >> shift] += 1
-    before = np.zeros(2049, dtype=np.int64)  # keys with a digit below d
+    top = np.uint32(21)
+    one = np.uint32(1)
+    c0, c1, c2, c3 = counts[0], counts[1], counts[2], counts[3]
+    i = 0
+    while i + 4 <= n:
+        # branch-free: zero (either sign) to +0.0, then flip as in _key32
+        u0 = bits[i] & np.uint32(-np.int32((bits[i] << one) != 0))
+        u1 = bits[i + 1] & np.uint32(-np.int32((bits[i + 1] << one) != 0))
+        u2 = bits[i + 2] & np.uint32(-np.int32((bits[i + 2] << one) != 0))
+        u3 = bits[i + 3] & np.uint32(-np.int32((bits[i + 3] << one) != 0))
+        k0 = u0 ^ (np.uint32(-np.int32(u0 >> np.uint32(31))) | _F32_SIGN)
+        k1 = u1 ^ (np.uint32(-np.int32(u1 >> np.uint32(31))) | _F32_SIGN)
+        k2 = u2 ^ (np.uint32(-np.int32(u2 >> np.uint32(31))) | _F32_SIGN)
+        k3 = u3 ^ (np.uint32(-np.int32(u3 >> np.uint32(31))) | _F32_SIGN)
+        keys[i], keys[i + 1], keys[i + 2], keys[i + 3] = k0, k1, k2, k3
+        c0[k0 >> top] += 1
+        c1[k1 >> top] += 1
+        c2[k2 >> top] += 1
+        c3[k3 >> top] += 1
+        i += 4
+    while i < n:
+        k0 = _key32(values[i], bits[i])
+        keys[i] = k0
+        c0[k0 >> top] += 1
+        i += 1
+
+
+@jit
+def order_statistics_float32(values, ranks, out, work):
+    """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
+    (0-based; ranks ascending), as :func:`sort_float32` would place it, by
+    radix selection on the keys' digits from the top (11, 11 and 10 bits):
+    one pass over the values makes the keys and counts their top digits, a
+    second gathers the keys of the top digits that hold a wanted rank, and
+    within such a digit the next digit is counted over its keys and the
+    last over those that share the first two — the counts name the key.
+    ``values`` is not changed.
+
+    ``work`` holds the scratch arrays, made by :func:`select_work` for
+    values of up to some length and reused from row to row."""
+    keys, sub, counts, c2, c3, before, fill, at, step = work
+    n = values.shape[0]
+    top = np.uint32(21)
+    counts[:] = 0
+    _keys32(values, keys, counts)
+    # merged top-digit counts, and the keys with a digit below d
+    before[0] = 0
     for d in range(2048):
-        before[d + 1] = before[d] + counts[d]
-    wanted = np.zeros(2048, dtype=np.bool_)
+        before[d + 1] = before[d] + counts[0, d] + counts[1, d] + counts[2, d] + counts[3, d]
+    # the top digits holding a wanted rank get consecutive room in ``sub``
+    for d in range(2048):
+        at[d] = -1
+    size = 0
+    wanted = 0
     d = 0
     for r in range(ranks.shape[0]):
         while before[d + 1] <= ranks[r]:
             d += 1
-        wanted[d] = True
-    at = np.full(2048, -1, dtype=np.int64)  # where a wanted digit's keys start
-    size = 0
-    for d in range(2048):
-        if wanted[d]:
+        if at[d] < 0:
             at[d] = size
-            size += counts[d]
-    keys = np.empty(size, dtype=np.uint32)
-    fill = at.copy()
-    for i in range(n):
-        key = _key32(values[i], bits[i])
-        d = key >> shift
-        if wanted[d]:
-            keys[fill[d]] = key
-            fill[d] += 1
-    # within a wanted digit, each rank by selection: ranks ascend, so the
-    # next one is searched only above the last one found in the same digit
+            size += before[d + 1] - before[d]
+            wanted += 1
+    if wanted <= 3:
+        # a pass per wanted digit, its write position kept in a register
+        for d in range(2048):
+            if at[d] >= 0:
+                pos = at[d]
+                ud = np.uint32(d)
+                for i in range(n):
+                    key = keys[i]
+                    sub[pos] = key
+                    pos += np.int64((key >> top) == ud)
+    else:
+        # one pass for all: every other digit writes to a spare slot past
+        # the room (and stays there)
+        for d in range(2048):
+            step[d] = at[d] >= 0
+            fill[d] = at[d] if at[d] >= 0 else size
+        for i in range(n):
+            key = keys[i]
+            d = key >> top
+            pos = fill[d]
+            sub[pos] = key
+            fill[d] = pos + step[d]
     ob = out.view(np.uint32)
     d = 0
-    last = -1
-    low = 0
+    last_d = -1
+    last_e = -1
     for r in range(ranks.shape[0]):
         while before[d + 1] <= ranks[r]:
             d += 1
-        if d != last:
-            low, last = at[d], d
-        k = at[d] + ranks[r] - before[d]
-        select(keys, low, at[d] + counts[d] - 1, k)
-        low = k
-        u = keys[k]
+        if d != last_d:
+            # the second digit (bits 10-20) over this top digit's keys,
+            # consecutive keys counted into different rows
+            lo, hi = at[d], at[d] + before[d + 1] - before[d]
+            counts[:] = 0
+            _digit_counts(sub, lo, hi, np.uint32(10), np.uint32(2047), counts)
+            for e in range(2048):
+                c2[e] = counts[0, e] + counts[1, e] + counts[2, e] + counts[3, e]
+            last_d, last_e, e, below_e = d, -1, 0, 0
+        rank = ranks[r] - before[d]
+        while below_e + c2[e] <= rank:
+            below_e += c2[e]
+            e += 1
+        if e != last_e:
+            # the keys that share both digits, compacted past the top
+            # digits' room, and the last digit (bits 0-9) counted over them
+            ue = np.uint32(e)
+            pos = size
+            for s in range(lo, hi):
+                u = sub[s]
+                keys[pos - size] = u
+                pos += np.int64(((u >> np.uint32(10)) & np.uint32(2047)) == ue)
+            counts[:, :1024] = 0
+            _digit_counts(keys, 0, pos - size, np.uint32(0), np.uint32(1023), counts)
+            for f in range(1024):
+                c3[f] = counts[0, f] + counts[1, f] + counts[2, f] + counts[3, f]
+            last_e, f, below_f = e, 0, below_e
+        while below_f + c3[f] <= rank:
+            below_f += c3[f]
+            f += 1
+        u = (np.uint32(d) << top) | (np.uint32(e) << np.uint32(10)) | np.uint32(f)
         ob[r] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u
+
+
+@jit
+def _digit_counts(keys, lo, hi, shift, mask, counts):
+    """Counts of the digit ``(key >> shift) & mask`` of ``keys[lo:hi]``
+    added into the four rows of ``counts``, consecutive keys into different
+    rows."""
+    c0, c1, c2, c3 = counts[0], counts[1], counts[2], counts[3]
+    s = lo
+    while s + 4 <= hi:
+        c0[(keys[s] >> shift) & mask] += 1
+        c1[(keys[s + 1] >> shift) & mask] += 1
+        c2[(keys[s + 2] >> shift) & mask] += 1
+        c3[(keys[s + 3] >> shift) & mask] += 1
+        s += 4
+    while s < hi:
+        c0[(keys[s] >> shift) & mask] += 1
+        s += 1
+
+
+@jit
+def select_work(n):
+    """Scratch arrays for :func:`order_statistics_float32` on values of up
+    to ``n`` entries."""
+    return (np.empty(n, dtype=np.uint32), np.empty(n + 1, dtype=np.uint32), np.empty((4, 2048), dtype=np.int32),
+            np.empty(2048, dtype=np.int64), np.empty(1024, dtype=np.int64), np.empty(2049, dtype=np.int64),
+            np.empty(2048, dtype=np.int64), np.empty(2048, dtype=np.int64), np.empty(2048, dtype=np.int64))

@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._sort import order_statistics_float32, select
+from ._sort import order_statistics_float32, select, select_work
 
 __all__ = ["task_statistics", "row_means", "log_mgf"]
 
@@ -97,10 +97,11 @@ def task_statistics(observed, levels):
         i1 = min(i0 + BLOCK, n)
         _moments(observed, i0, i1, mean, var, maximum, minimum)
         if n_levels > 0:
+            work = select_work(k)
             for i in range(i0, i1):
                 row = observed[i]
-                if row.itemsize == 4:  # float32 data: radix sort of the bit patterns
-                    _percentiles_sorted(row, levels, perc[i])
+                if row.itemsize == 4:  # float32 data: radix selection on the bit patterns
+                    _percentiles_sorted(row, levels, perc[i], work)
                 else:
                     _percentiles_selected(row.astype(np.float64), levels, perc[i])
     return mean, var, maximum, minimum, perc
@@ -194,7 +195,7 @@ def _percentiles_selected(values, levels, out):
 
 
 @jit
-def _percentiles_sorted(row, levels, out):
+def _percentiles_sorted(row, levels, out, work):
     """Percentiles of float32 values by NumPy's linear method on the order
     statistics it needs, found by radix selection
     (:func:`order_statistics_float32`): float32 to float64 is exact and
@@ -208,7 +209,7 @@ def _percentiles_sorted(row, levels, out):
         ranks[2 * p + 1] = min(lo + 1, k - 1)
     order = np.argsort(ranks)
     found = np.empty(2 * L, dtype=np.float32)
-    order_statistics_float32(row, ranks[order], found)
+    order_statistics_float32(row, ranks[order], found, work)
     value = np.empty(2 * L, dtype=np.float32)
     for r in range(2 * L):
         value[order[r]] = found[r]
