@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import evaluate, instance_metrics, lay_out, pack_observed
+from .engine import as_rows, evaluate, instance_metrics, pack_observed
 from .errors import InputError
 from .io._checks import usage_problem
 from .model.grid import GridPoint
@@ -85,7 +85,7 @@ def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndar
         raise InputError(f"capacity must be one number here, not the fleet {capacity!r}")
     m = int(assign.max()) + 1
     e = evaluated.shape[1]
-    (counts,), _, _ = evaluate(lay_out(evaluated, 0, e), [assign], [np.full(m, point.capacity)], [0])
+    (counts,), _, _ = evaluate(as_rows(evaluated, 0, e), [assign], [np.full(m, point.capacity)], [0])
     return int(counts.sum()) / (m * e), counts
 
 

@@ -31,7 +31,7 @@ from . import streams
 from .errors import InputError
 from .kernels.evaluate import count_violations
 from .kernels.packing import pack_many
-from .kernels.stats import row_means
+from .kernels.stats import row_maxima, row_means
 from .kernels.tiles import TILE, column_tiles
 from .kernels.vector_packing import GAUSS, pack_vector
 from .model.estimators import SCALAR, TaskStatistics, compute_statistics
@@ -107,6 +107,16 @@ class Observations:
             if data == "inst" and self.k[cl] == R:
                 return stats.mean
         return row_means(self.x)
+
+    def maxima(self, first: int) -> np.ndarray:
+        """An upper bound of each task's values in x over columns ``[first,
+        R)``: the statistics' maxima when some point observed every column
+        of x, else one pass over those columns."""
+        R = self.x.shape[1]
+        for (data, cl), stats in self._stats.items():
+            if data == "inst" and self.k[cl] == R:
+                return stats.maximum
+        return row_maxima(self.x, first, R)
 
     def layout(self, data: str, clairvoyance: float) -> "Layout":
         """The observation columns laid out for :func:`evaluate`."""
@@ -256,8 +266,13 @@ def bin_capacities(p: GridPoint, packing: Packing) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Layout:
-    """Columns ``[tile0 * TILE, stop)`` of an instance laid out for the
-    evaluation, and each task's largest value over them."""
+    """Columns ``[tile0 * TILE, stop)`` of an instance for the evaluation,
+    and each task's largest value over them (or any upper bound of it).
+
+    ``tiles`` is the tile layout of :func:`lay_out` (n_tiles, n, TILE), or
+    the instance itself (n, R), C-contiguous, read row by row
+    (:func:`as_rows`): one packing is judged fastest on its rows, several
+    that share bins on tiles."""
 
     tiles: np.ndarray
     maxima: np.ndarray
@@ -270,6 +285,16 @@ def lay_out(x: np.ndarray, first: int, stop: int, out: np.ndarray | None = None)
     ``out`` when it has room (see :func:`column_tiles`)."""
     tile0 = first // TILE
     return Layout(*column_tiles(x, tile0, stop, out), tile0, stop)
+
+
+def as_rows(x: np.ndarray, first: int, stop: int, maxima: np.ndarray | None = None) -> Layout:
+    """The columns from ``first`` (rounded down to a tile) to ``stop`` of
+    the C-contiguous ``x``, read in place: no copy. ``maxima``, when given,
+    bounds each task's values there."""
+    tile0 = first // TILE
+    if maxima is None:
+        maxima = row_maxima(x, tile0 * TILE, stop)
+    return Layout(x, maxima, tile0, stop)
 
 
 _workspace = threading.local()
@@ -329,8 +354,12 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     packings = pack_points(points, obs)
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
     start = min(firsts)
-    counts, severity, squares = evaluate(lay_out(x, start, R, _buffer(x, start, R)), [pk.assign for pk in packings],
-                                [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
+    if len(packings) == 1:  # a lone call: its rows are read once, in place
+        layout = as_rows(x, start, R, obs.maxima(start // TILE * TILE))
+    else:
+        layout = lay_out(x, start, R, _buffer(x, start, R))
+    counts, severity, squares = evaluate(layout, [pk.assign for pk in packings],
+                                         [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
     means_sum = math.fsum(obs.row_means().tolist())
     m_norms: dict[float, int] = {}
     out = []

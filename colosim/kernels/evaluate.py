@@ -223,7 +223,7 @@ def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
 
 @jit
 def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
-                   capacities, error_scale, counts, severity, hits):
+                   capacities, error_scale, counts, severity, hits, by_slot):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
     tile are ``acc``, for each of its triples ``triples[t0:t1]``, and add
     their summed ``(S - c) / c`` to ``severity``.
@@ -236,6 +236,8 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
 
     The violating columns of the tile are recorded as bits of
     ``hits[q]`` (two words per triple), for the per-column counts.
+    ``counts`` and ``severity`` are indexed by the triple ``q``, or with
+    ``by_slot`` by its slot ``k - t0`` among the bin's triples.
     """
     for k in range(t0, t1):
         q = triples[k]
@@ -257,8 +259,9 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             if count:
                 _hit_mask(acc, lo, w, c, above, above, block, members, a, b, hits[q])
         if count:
-            counts[q] += count
-            severity[q] += excess / c
+            at = k - t0 if by_slot else q
+            counts[at] += count
+            severity[at] += excess / c
 
 
 @pjit
@@ -342,13 +345,86 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                 # order; twice that, to be safe
                 _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
                                triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
-                               counts_here, severity_here, hits[tile - tile0])
+                               counts_here, severity_here, hits[tile - tile0], False)
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
     for chunk in range(CHUNKS):
         for q in range(n_triples):
             counts[q] += chunk_counts[chunk, q]
             severity[q] += chunk_severity[chunk, q]
+    return counts, severity, hits
+
+
+@pjit
+def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, triple_start,
+                            capacities, roundoff):
+    """What :func:`_triple_violations` returns, reading the rows of ``x``
+    (n, R) itself instead of a tile layout: each distinct bin adds its
+    tasks' whole rows (columns from ``tile0 * TILE`` to ``stop``, streamed
+    once) and is then judged tile by tile exactly as there — the same
+    float32 sums, the same float64 re-check, each triple's severity added
+    over the same tiles within the same chunks and the chunks in the same
+    order — so every count, severity and hit is the same bits.
+
+    The bins are independent (each owns its triples), so they are spread
+    over the threads. It reads each task's row once per distinct bin that
+    holds it: the choice for one packing, where that is one read of x."""
+    n_tiles = (stop + TILE - 1) // TILE
+    n_unique = ustart.shape[0] - 1
+    n_triples = triple_bin.shape[0]
+    triples, tstart = bin_members(triple_bin, n_unique)
+    first = tile0 * TILE
+    width = (n_tiles - tile0) * TILE
+    counts = np.zeros(n_triples, dtype=np.int64)
+    severity = np.zeros(n_triples)
+    hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
+    for u in prange(n_unique):
+        a, b = ustart[u], ustart[u + 1]
+        t0, t1 = tstart[u], tstart[u + 1]
+        needed_from = stop
+        lowest_cap = np.inf
+        for k in range(t0, t1):
+            needed_from = min(needed_from, triple_start[triples[k]])
+            lowest_cap = min(lowest_cap, capacities[triple_cap[triples[k]]])
+        if t0 == t1 or not _bound(maxima, a, b, members) > lowest_cap:
+            continue
+        acc = np.zeros(width, dtype=x.dtype)
+        w_all = stop - first
+        s = a
+        while s + 4 <= b:
+            r0 = x[members[s], first:stop]
+            r1 = x[members[s + 1], first:stop]
+            r2 = x[members[s + 2], first:stop]
+            r3 = x[members[s + 3], first:stop]
+            for t in range(w_all):
+                acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
+            s += 4
+        while s < b:
+            row = x[members[s], first:stop]
+            for t in range(w_all):
+                acc[t] += row[t]
+            s += 1
+        part = np.empty(TILE)
+        chunk_counts = np.zeros(t1 - t0, dtype=np.int64)
+        chunk_severity = np.zeros(t1 - t0)
+        for chunk in range(CHUNKS):
+            # a chunk's own accumulators, as in _triple_violations, merged
+            # into the totals in chunk order
+            chunk_counts[:] = 0
+            chunk_severity[:] = 0.0
+            for tile in range(max(tile0, chunk * n_tiles // CHUNKS), (chunk + 1) * n_tiles // CHUNKS):
+                w = min(TILE, stop - tile * TILE)
+                if needed_from >= tile * TILE + w:
+                    continue
+                c0 = (tile - tile0) * TILE
+                _count_triples(acc[c0 : c0 + TILE], part, w, tile, x[:, tile * TILE : tile * TILE + w], members,
+                               a, b, triples, t0, t1, triple_start, triple_cap, capacities,
+                               2.0 * (b - a + 1) * roundoff, chunk_counts, chunk_severity, hits[tile - tile0],
+                               True)
+            for k in range(t1 - t0):
+                q = triples[t0 + k]
+                counts[q] += chunk_counts[k]
+                severity[q] += chunk_severity[k]
     return counts, severity, hits
 
 
@@ -404,13 +480,31 @@ def _column_squares(hits, bin_triple, n_bins, counts):
 
 
 @jit
+def _per_packing(assigns, n_bins, bin_triple, counts, severity, hits):
+    """The triples' counts, severity and hits as each packing's q_j, summed
+    severity (bins in bin order) and ``sum_t V_t^2``."""
+    P = assigns.shape[0]
+    out_counts = np.zeros(bin_triple.shape, dtype=np.int64)
+    out_severity = np.zeros(P)
+    for p in range(P):
+        sev = 0.0
+        for j in range(n_bins[p]):
+            q = bin_triple[p, j]
+            out_counts[p, j] = counts[q]
+            sev += severity[q]
+        out_severity[p] = sev
+    return out_counts, out_severity, _column_squares(hits, bin_triple, n_bins, counts)
+
+
 def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capacities, first_index, starts, keys):
     """Violation counts of every bin of every packing of one instance.
 
     Parameters
     ----------
     tiles, maxima : the instance's columns ``[tile0 * TILE, stop)`` laid out
-        by :func:`colosim.kernels.tiles.column_tiles`
+        by :func:`colosim.kernels.tiles.column_tiles`, or the instance
+        itself, (n, R), with each task's maxima over those columns (or any
+        upper bound of them): read row by row, the choice for one packing
     assigns : (P, n) int64, packing p's bin of every task; ``n_bins`` (P,)
     bin_cap : (P, max m) int64, the index into ``capacities`` of each bin
     first_index : (P,) int64, index into ``starts``: packing p is judged on
@@ -424,20 +518,16 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
         the bins' contributions added in bin order
     squares : (P,) int64, ``sum_t V_t^2`` with ``V_t`` the number of
         packing p's bins that violate in evaluation column t
+
+    Both layouts give the same bits.
     """
     members, ustart, triple_bin, triple_cap, triple_first, bin_triple = _deduplicate(
         assigns, n_bins, bin_cap, capacities.shape[0], first_index, starts.shape[0], keys)
     roundoff = 2.0**-24 if tiles.itemsize == 4 else 0.0
-    counts, severity, hits = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
-                                          starts[triple_first], capacities, roundoff)
-    P = assigns.shape[0]
-    out_counts = np.zeros(bin_triple.shape, dtype=np.int64)
-    out_severity = np.zeros(P)
-    for p in range(P):
-        sev = 0.0
-        for j in range(n_bins[p]):
-            q = bin_triple[p, j]
-            out_counts[p, j] = counts[q]
-            sev += severity[q]
-        out_severity[p] = sev
-    return out_counts, out_severity, _column_squares(hits, bin_triple, n_bins, counts)
+    if tiles.ndim == 3:
+        counts, severity, hits = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin,
+                                                    triple_cap, starts[triple_first], capacities, roundoff)
+    else:
+        counts, severity, hits = _triple_violations_rows(tiles, maxima, tile0, stop, members, ustart, triple_bin,
+                                                         triple_cap, starts[triple_first], capacities, roundoff)
+    return _per_packing(assigns, n_bins, bin_triple, counts, severity, hits)

@@ -14,7 +14,7 @@ from numba import prange
 from .._jit import jit, pjit
 from ._sort import order_statistics_float32, select, select_work
 
-__all__ = ["task_statistics", "row_means", "log_mgf"]
+__all__ = ["task_statistics", "row_means", "row_maxima", "log_mgf"]
 
 
 #: rows handled together: their sums are independent chains of additions,
@@ -105,6 +105,21 @@ def task_statistics(observed, levels):
                 else:
                     _percentiles_selected(row.astype(np.float64), levels, perc[i])
     return mean, var, maximum, minimum, perc
+
+
+@pjit
+def row_maxima(x, first, stop):
+    """Each row's largest value over columns ``[first, stop)``."""
+    n = x.shape[0]
+    out = np.empty(n, dtype=x.dtype)
+    for i in prange(n):
+        row = x[i]
+        m = row[first]
+        for t in range(first + 1, stop):
+            v = row[t]
+            m = v if v > m else m
+        out[i] = m
+    return out
 
 
 @pjit
