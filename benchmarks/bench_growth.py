@@ -65,6 +65,7 @@ sys.path.insert(0, str(ROOT))
 import numba  # noqa: E402
 
 import colosim  # noqa: E402
+from benchmarks.bench_grid import _cpu_name  # noqa: E402
 from colosim.config import load_config  # noqa: E402
 from colosim.engine import instance_metrics  # noqa: E402
 from colosim.io.atomic import atomic_path  # noqa: E402
@@ -150,16 +151,6 @@ def instance_bytes(n_tasks: int, R: int, with_y: bool) -> int:
 
 def spec_keys(points) -> list[list]:
     return [list(p.keys()) for p in points]
-
-
-def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # ------------------------------------------------------------------ worker

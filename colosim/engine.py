@@ -98,25 +98,27 @@ class Observations:
             self._stats[key] = compute_statistics(observed, sorted(self._levels.get(key, ())))
         return self._stats[key]
 
+    def _of_all_of_x(self) -> TaskStatistics | None:
+        """Statistics computed so far over every column of x, if any."""
+        R = self.x.shape[1]
+        for (data, cl), stats in self._stats.items():
+            if data == "inst" and self.k[cl] == R:
+                return stats
+        return None
+
     def row_means(self) -> np.ndarray:
         """Each task's mean of x over all its columns (for m_norm): the
         statistics' means when some point observed every column of x (the
         same sum, so the same bits), else one pass."""
-        R = self.x.shape[1]
-        for (data, cl), stats in self._stats.items():
-            if data == "inst" and self.k[cl] == R:
-                return stats.mean
-        return row_means(self.x)
+        stats = self._of_all_of_x()
+        return row_means(self.x) if stats is None else stats.mean
 
     def maxima(self, first: int) -> np.ndarray:
         """An upper bound of each task's values in x over columns ``[first,
         R)``: the statistics' maxima when some point observed every column
         of x, else one pass over those columns."""
-        R = self.x.shape[1]
-        for (data, cl), stats in self._stats.items():
-            if data == "inst" and self.k[cl] == R:
-                return stats.maximum
-        return row_maxima(self.x, first, R)
+        stats = self._of_all_of_x()
+        return row_maxima(self.x, first, self.x.shape[1]) if stats is None else stats.maximum
 
     def layout(self, data: str, clairvoyance: float) -> "Layout":
         """The observation columns laid out for :func:`evaluate`."""

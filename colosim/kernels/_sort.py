@@ -1,11 +1,11 @@
-"""One least-significant-digit radix sort, for float32 and float64 values,
-and the order statistics of float32 values by radix selection.
+"""One least-significant-digit radix sort of float64 values, and the order
+statistics of float32 values by radix selection.
 
 Floats map to unsigned keys of their width whose order is the numeric order
-(negative: all bits flipped; otherwise the sign bit set). Keys are sorted by
-digit passes from the lowest; a pass where every key has the same digit is
-skipped. float32 keys take three passes of 11 bits, float64 keys eight
-passes of 8 bits.
+(negative: all bits flipped; otherwise the sign bit set). float64 keys are
+sorted by eight digit passes of 8 bits from the lowest; a pass where every
+key has the same digit is skipped. float32 keys are selected digit by digit
+from the top (11, 11 and 10 bits).
 """
 
 import numpy as np
@@ -14,8 +14,6 @@ from .._jit import jit
 
 _F32_SIGN = np.uint32(1) << np.uint32(31)
 _F64_SIGN = np.uint64(1) << np.uint64(63)
-_F32_SHIFTS = np.array([0, 11, 22], dtype=np.uint32)
-_F32_MASK = np.uint32(2047)
 _F64_SHIFTS = np.arange(0, 64, 8).astype(np.uint64)
 _F64_MASK = np.uint64(255)
 
@@ -53,26 +51,6 @@ def _lsd(keys, scratch, shifts, mask):
 
 
 @jit
-def sort_float32(values, out):
-    """``out[:]`` = ``values`` (float32) sorted ascending; -0.0 sorts as 0.0
-    and is written as 0.0."""
-    n = values.shape[0]
-    keys = np.empty(n, dtype=np.uint32)
-    bits = np.ascontiguousarray(values).view(np.uint32)
-    for i in range(n):
-        u = bits[i]
-        if values[i] == 0:
-            u = np.uint32(0)
-        keys[i] = ~u if (u & _F32_SIGN) else (u | _F32_SIGN)
-    if n > 0:
-        keys = _lsd(keys, np.empty(n, dtype=np.uint32), _F32_SHIFTS, _F32_MASK)
-    ob = out.view(np.uint32)
-    for i in range(n):
-        u = keys[i]
-        ob[i] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u
-
-
-@jit
 def sort_float64(a, keys, scratch):
     """Sort the float64 array ``a`` in place; ``keys`` and ``scratch`` are
     uint64 work arrays of a's length."""
@@ -92,7 +70,7 @@ def sort_float64(a, keys, scratch):
 @jit
 def _key32(v, u):
     """The order-preserving uint32 key of float32 ``v`` with bits ``u``
-    (-0.0 as 0.0), as :func:`sort_float32` makes it."""
+    (-0.0 as 0.0), so that -0.0 and 0.0 are one value."""
     if v == 0:
         u = np.uint32(0)
     return ~u if (u & _F32_SIGN) else (u | _F32_SIGN)
@@ -168,7 +146,7 @@ def _keys32(values, keys, counts):
 @jit
 def order_statistics_float32(values, ranks, out, work):
     """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
-    (0-based; ranks ascending), as :func:`sort_float32` would place it, by
+    (0-based; ranks ascending; -0.0 is found as 0.0), by
     radix selection on the keys' digits from the top (11, 11 and 10 bits):
     one pass over the values makes the keys and counts their top digits, a
     second gathers the keys of the top digits that hold a wanted rank, and

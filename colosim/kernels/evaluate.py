@@ -155,6 +155,29 @@ def _exact_sum(block, members, a, b, t):
 
 
 @jit
+def _add_rows(acc, src, members, a, b, lo, hi):
+    """``acc[t] += src[members[s], lo + t]`` for the tasks ``members[a:b]``
+    in ascending position and ``t < hi - lo``, four rows at a time (a
+    quarter of the accumulator traffic): the sums both readings of the
+    evaluation make."""
+    w = hi - lo
+    s = a
+    while s + 4 <= b:
+        r0 = src[members[s], lo:hi]
+        r1 = src[members[s + 1], lo:hi]
+        r2 = src[members[s + 2], lo:hi]
+        r3 = src[members[s + 3], lo:hi]
+        for t in range(w):
+            acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
+        s += 4
+    while s < b:
+        row = src[members[s], lo:hi]
+        for t in range(w):
+            acc[t] += row[t]
+        s += 1
+
+
+@jit
 def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
     sums are ``acc``, and their summed excess ``S - c``: sums at or above
@@ -325,22 +348,8 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                 if needed_from[u] >= end or not may_violate[u]:
                     continue
                 a, b = ustart[u], ustart[u + 1]
-                # four rows at a time: a quarter of the accumulator traffic
                 acc[:] = 0.0
-                s = a
-                while s + 4 <= b:
-                    r0 = block[members[s]]
-                    r1 = block[members[s + 1]]
-                    r2 = block[members[s + 2]]
-                    r3 = block[members[s + 3]]
-                    for t in range(TILE):
-                        acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
-                    s += 4
-                while s < b:
-                    row = block[members[s]]
-                    for t in range(TILE):
-                        acc[t] += row[t]
-                    s += 1
+                _add_rows(acc, block, members, a, b, 0, TILE)
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
                 _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
@@ -386,24 +395,10 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
         for k in range(t0, t1):
             needed_from = min(needed_from, triple_start[triples[k]])
             lowest_cap = min(lowest_cap, capacities[triple_cap[triples[k]]])
-        if t0 == t1 or not _bound(maxima, a, b, members) > lowest_cap:
+        if not _bound(maxima, a, b, members) > lowest_cap:
             continue
         acc = np.zeros(width, dtype=x.dtype)
-        w_all = stop - first
-        s = a
-        while s + 4 <= b:
-            r0 = x[members[s], first:stop]
-            r1 = x[members[s + 1], first:stop]
-            r2 = x[members[s + 2], first:stop]
-            r3 = x[members[s + 3], first:stop]
-            for t in range(w_all):
-                acc[t] += (r0[t] + r1[t]) + (r2[t] + r3[t])
-            s += 4
-        while s < b:
-            row = x[members[s], first:stop]
-            for t in range(w_all):
-                acc[t] += row[t]
-            s += 1
+        _add_rows(acc, x, members, a, b, first, stop)
         part = np.empty(TILE)
         chunk_counts = np.zeros(t1 - t0, dtype=np.int64)
         chunk_severity = np.zeros(t1 - t0)
