@@ -1,13 +1,25 @@
 """The full factorial grid at paper scale, from the CLI, against a NumPy
-baseline and the machine's add throughput, in one run.
+baseline, with the evaluation's work counted, in one run.
 
     python benchmarks/bench_grid.py [--config benchmarks/grid.toml] [--instances N] [--json out.json]
 
-Prints a table — NumPy baseline per grid point, colosim serial (1 Numba
-thread) and parallel (all threads) over the whole grid; grid points per
-second; ratios; the share of the machine's measured add throughput; peak
-memory; CLI start-up, first (cold compile cache) and second run — and writes
-the same as JSON. ``--instances`` scales the grid down for a quick look.
+Prints and writes as JSON:
+
+- the grid's wall time from the CLI (serial with 1 Numba thread and parallel
+  with all), peak memory, CLI start-up;
+- the time of one instance split into read, statistics, packing and
+  evaluation (warm, median over ``--profile`` instances, in this process);
+- the additions the evaluation performed and the nominal additions (n × the
+  evaluation columns of every grid point) they stand for: their ratio is
+  the sharing factor;
+- performed additions per second of the evaluation against a probe of the
+  evaluation's own float32 inner loop (``_add_rows``) on cached data, on the
+  same machine in the same run;
+- the NumPy baseline, warm (median of repeats after a first call) on a mix
+  of grid points (every estimator, the other settings varied), each
+  point's m and q compared with the CLI's row.
+
+``--instances`` scales the grid down for a quick look.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,40 +47,90 @@ from numba import njit, prange  # noqa: E402
 import colosim  # noqa: E402
 from benchmarks import numpy_baseline  # noqa: E402
 from colosim.config import load_config  # noqa: E402
-from colosim.model.grid import observation_split  # noqa: E402
+from colosim.engine import instance_metrics  # noqa: E402
+from colosim.kernels.evaluate import _add_rows  # noqa: E402
+from colosim.kernels.tiles import TILE  # noqa: E402
 from colosim.runner.sweep import instance_rows, read_results  # noqa: E402
 from colosim.sources.resolve import resolve_store  # noqa: E402
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def _add_throughput(block, reps):
-    # the evaluation's inner loop at its best: float32 rows added into
-    # float64 accumulators, data in cache, one accumulator per thread
-    n, w = block.shape
-    out = np.zeros((numba.get_num_threads(), w))
-    for th in prange(numba.get_num_threads()):
-        acc = np.zeros(w)
+def _probe(block, members, reps):
+    # the evaluation's own inner loop (_add_rows: float32 rows added into a
+    # float32 accumulator, four at a time) on a cached tile, one per thread
+    threads = numba.get_num_threads()
+    out = np.zeros((threads, block.shape[1]), dtype=block.dtype)
+    for th in prange(threads):
+        acc = np.zeros(block.shape[1], dtype=block.dtype)
         for _r in range(reps):
-            for i in range(n):
-                row = block[i]
-                for t in range(w):
-                    acc[t] += np.float64(row[t])
+            _add_rows(acc, block, members, 0, members.shape[0], 0, block.shape[1])
         out[th] = acc
     return out
 
 
-def machine_adds_per_second(threads: int) -> float:
+def probe_additions_per_second(threads: int) -> float:
+    """Additions per second of the evaluation's inner loop on a 1,000 × TILE
+    float32 tile in cache (23 rows per bin, the grid's mean bin size)."""
     numba.set_num_threads(threads)
-    block = np.random.default_rng(0).random((1000, 64)).astype(np.float32)
-    _add_throughput(block, 1)
-    reps = 400
+    rng = np.random.default_rng(0)
+    block = rng.random((1000, TILE)).astype(np.float32)
+    members = np.sort(rng.choice(1000, 23, replace=False)).astype(np.int64)
+    reps = 20000
+    _probe(block, members, 1)
     best = math.inf
-    for _ in range(3):
+    for _ in range(5):
         t0 = time.perf_counter()
-        _add_throughput(block, reps)
+        _probe(block, members, reps)
         best = min(best, time.perf_counter() - t0)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    return threads * reps * block.size / best
+    return threads * reps * members.size * TILE / best
+
+
+def profile_instances(cfg, store_path, count: int) -> dict:
+    """Warm per-instance split (median over ``count`` instances after one to
+    warm up) and the evaluation's work summed over them."""
+    per = {"read": [], "statistics": [], "packing": [], "evaluation": []}
+    additions = nominal = 0
+    eval_seconds = 0.0
+    with colosim.open_store(store_path) as store:
+        for k in range(count + 1):
+            t0 = time.perf_counter()
+            idx = instance_rows(cfg.instances.seed, k, store.n_tasks, cfg.instances.tasks)
+            x, y = store.rows(idx, "x"), store.rows(idx, "y")
+            read = time.perf_counter() - t0
+            work = {}
+            instance_metrics(x, y, cfg.points, work)
+            if k == 0:
+                continue  # compiled, buffers mapped
+            per["read"].append(read)
+            for key in ("statistics", "packing", "evaluation"):
+                per[key].append(work[key])
+            additions += work["additions"]
+            nominal += work["nominal_additions"]
+            eval_seconds += work["evaluation"]
+    split = {key: statistics.median(v) for key, v in per.items()}
+    return {"instances": count, "seconds": split, "total_seconds": sum(split.values()),
+            "performed_additions": additions, "nominal_additions": nominal,
+            "sharing_factor": nominal / additions, "evaluation_seconds": eval_seconds,
+            "performed_additions_per_second": additions / eval_seconds}
+
+
+def baseline_mix(cfg):
+    """One grid point per estimator, the other settings cycled through the
+    grid's values (each estimator meets a different algorithm, capacity,
+    clairvoyance, data and rebalancing): a representative mix."""
+    grid = dict(cfg.grid)
+    mix = []
+    for e, spec in enumerate(grid["estimator"]):
+        mix.append({
+            "estimator": spec,
+            "algorithm": grid["algorithm"][e % len(grid["algorithm"])],
+            "capacity": grid["capacity"][e % len(grid["capacity"])],
+            "clairvoyance": grid["clairvoyance"][(3 * e) % len(grid["clairvoyance"])],
+            "data": grid["data"][(e // 2) % len(grid["data"])],
+            "rebalance": grid["rebalance"][(e // 4) % len(grid["rebalance"])],
+        })
+    return mix
 
 
 def run_cli(args, env_extra) -> tuple[float, int]:
@@ -90,6 +153,8 @@ def main():
     ap.add_argument("--instances", type=int, help="instances to run (default: the config's)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "grid.json"))
     ap.add_argument("--skip-serial", action="store_true", help="only the parallel run")
+    ap.add_argument("--profile", type=int, default=5, help="instances profiled in this process (default 5)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed repeats of each NumPy point (default 3)")
     args = ap.parse_args()
 
     cfg = load_config(args.config)
@@ -107,22 +172,15 @@ def main():
     points = cfg.points
     n_points = len(points) * cfg.instances.count
     with colosim.open_store(store_path) as store:
-        R = store.n_realizations
         n_store = store.n_tasks
-    adds = sum(cfg.instances.tasks * (R - observation_split(p.clairvoyance, R)[1]) for p in points)
-    adds *= cfg.instances.count
 
     info = {
         "cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
         "numpy": np.__version__, "numba": numba.__version__, "colosim": colosim.__version__,
-        "grid_points": n_points, "nominal_additions": adds,
+        "grid_points": n_points,
     }
     print(f"{info['cpu']}, {info['cores']} cores; Python {info['python']}, NumPy {info['numpy']}, "
-          f"Numba {info['numba']}; {n_points} grid points, {adds:.3g} nominal additions")
-
-    machine = {t: machine_adds_per_second(t) for t in sorted({1, numba.config.NUMBA_NUM_THREADS})}
-    for t, v in machine.items():
-        print(f"machine add throughput, {t} thread(s): {v:.3g} additions/s")
+          f"Numba {info['numba']}; {n_points} grid points")
 
     runs = {}
     thread_counts = [numba.config.NUMBA_NUM_THREADS] if args.skip_serial else [1, numba.config.NUMBA_NUM_THREADS]
@@ -130,8 +188,7 @@ def main():
         out = work / f"grid-{threads}.csv"
         dt, rss = run_cli(["sweep", str(config), "--out", str(out), "--force", "-q"],
                           {"NUMBA_NUM_THREADS": str(threads)})
-        runs[threads] = {"seconds": dt, "peak_rss_bytes": rss, "points_per_second": n_points / dt,
-                         "effective_additions_per_second": adds / dt}
+        runs[threads] = {"seconds": dt, "peak_rss_bytes": rss, "points_per_second": n_points / dt}
         print(f"colosim, {threads} thread(s): {dt:.1f} s, {n_points / dt:.0f} points/s, "
               f"peak RSS {rss / 2**20:.0f} MiB")
     if len(runs) == 2:
@@ -140,40 +197,67 @@ def main():
         print(f"serial and parallel results identical: {identical}")
         info["serial_equals_parallel"] = identical
     parallel = runs[max(runs)]
+    per_point = parallel["seconds"] / n_points
 
-    # NumPy baseline: instance 0, each estimator at c = 1, full clairvoyance,
-    # inst data, Best Fit with rebalancing (checked against the CLI's rows)
+    # where one instance's time goes, and the evaluation's work
+    prof = profile_instances(cfg, store_path, min(args.profile, cfg.instances.count - 1))
+    probe = {t: probe_additions_per_second(t) for t in sorted({1, numba.config.NUMBA_NUM_THREADS})}
+    threads = numba.config.NUMBA_NUM_THREADS
+    prof["share_of_probe"] = prof["performed_additions_per_second"] / probe[threads]
+    print(f"\none instance of {len(points)} grid points, warm, median over {prof['instances']} instances "
+          f"({threads} threads):")
+    for key, v in prof["seconds"].items():
+        print(f"  {key:<12}{v:>8.3f} s  {v / prof['total_seconds']:>5.0%}")
+    print(f"  {'total':<12}{prof['total_seconds']:>8.3f} s")
+    print(f"evaluation: {prof['performed_additions']:.3g} additions performed for {prof['nominal_additions']:.3g} "
+          f"nominal (sharing factor {prof['sharing_factor']:.2f}), "
+          f"{prof['performed_additions_per_second']:.3g} performed additions/s")
+    for t, v in probe.items():
+        print(f"probe of the evaluation's float32 inner loop, {t} thread(s): {v:.3g} additions/s")
+    print(f"the evaluation performs additions at {prof['share_of_probe']:.2f} of the probe's rate "
+          f"({threads} threads)")
+
+    # NumPy baseline: a mix of grid points on instance 0, warm, each checked
+    # against the CLI's row
     rows = read_results(work / f"grid-{max(runs)}.csv")
     with colosim.open_store(store_path) as store:
         idx = instance_rows(cfg.instances.seed, 0, n_store, cfg.instances.tasks)
         x, y = store.rows(idx, "x"), store.rows(idx, "y")
-    per_point = parallel["seconds"] / n_points
-    baseline = {}
-    for spec in dict(cfg.grid)["estimator"]:
-        t0 = time.perf_counter()
-        m_abs, _, q = numpy_baseline.grid_point(x, y, spec)
-        dt = time.perf_counter() - t0
-        row = next(r for r in rows if r["instance"] == 0
-                   and r["estimator"] == colosim.model.estimators.parse_estimator(spec).spec
-                   and r["capacity"] == 1.0 and r["clairvoyance"] == 1.0 and r["data"] == "inst"
-                   and r["algorithm"] == "best-fit" and r["rebalance"])
-        same = row["m_abs"] == m_abs and row["q"] == q
-        baseline[spec] = {"seconds": dt, "ratio": dt / per_point, "same_result": same}
-    geo = math.exp(np.mean([math.log(v["ratio"]) for v in baseline.values()]))
+    baseline = []
+    for point in baseline_mix(cfg):
+        def call(point=point):
+            return numpy_baseline.grid_point(x, y, point["estimator"], point["capacity"], point["algorithm"],
+                                             point["clairvoyance"], point["data"], point["rebalance"])
+        call()
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            m_abs, _, q = call()
+            times.append(time.perf_counter() - t0)
+        spec = colosim.model.estimators.parse_estimator(point["estimator"]).spec
+        row = next(r for r in rows if r["instance"] == 0 and r["estimator"] == spec
+                   and r["capacity"] == point["capacity"] and r["clairvoyance"] == point["clairvoyance"]
+                   and r["data"] == point["data"] and r["algorithm"] == point["algorithm"]
+                   and r["rebalance"] == point["rebalance"])
+        seconds = statistics.median(times)
+        baseline.append({**point, "seconds": seconds, "ratio": seconds / per_point,
+                         "same_result": row["m_abs"] == m_abs and row["q"] == q})
+    geo = math.exp(np.mean([math.log(v["ratio"]) for v in baseline]))
+    np_median = statistics.median(v["seconds"] for v in baseline)
 
-    print()
-    print(f"{'':<28}{'s/point':>12}{'points/s':>12}{'vs NumPy':>10}{'adds/s':>12}{'of machine':>12}")
-    np_mean = float(np.mean([v["seconds"] for v in baseline.values()]))
-    print(f"{'NumPy baseline (mean)':<28}{np_mean:>12.4f}{1 / np_mean:>12.1f}{1.0:>10.1f}{'':>12}{'':>12}")
+    print(f"\n{'':<28}{'s/point':>12}{'points/s':>12}{'vs NumPy':>10}")
+    print(f"{'NumPy baseline (median)':<28}{np_median:>12.4f}{1 / np_median:>12.1f}{1.0:>10.1f}")
     for t, r in runs.items():
         spp = r["seconds"] / n_points
-        frac = r["effective_additions_per_second"] / machine[max(machine)]
-        print(f"{f'colosim, {t} thread(s)':<28}{spp:>12.2e}{r['points_per_second']:>12.0f}"
-              f"{np_mean / spp:>10.0f}{r['effective_additions_per_second']:>12.3g}{frac:>12.2f}")
-    print(f"\nper estimator, NumPy s/point vs colosim's grid s/point ({per_point:.2e}):")
-    for spec, v in baseline.items():
-        print(f"  {spec:<14}{v['seconds']:>9.3f} s  ×{v['ratio']:>8.0f}  same m_abs and q: {v['same_result']}")
-    print(f"geometric mean ratio over estimators: {geo:.0f}")
+        print(f"{f'colosim grid, {t} thread(s)':<28}{spp:>12.2e}{r['points_per_second']:>12.0f}"
+              f"{np_median / spp:>10.0f}")
+    print(f"\nNumPy baseline per point (warm, median of {args.repeat}) vs colosim's grid s/point ({per_point:.2e}):")
+    for v in baseline:
+        label = (f"{v['estimator']} {v['algorithm']} c={v['capacity']} cl={v['clairvoyance']} {v['data']} "
+                 f"{'reb' if v['rebalance'] else 'no-reb'}")
+        print(f"  {label:<52}{v['seconds']:>8.3f} s  ×{v['ratio']:>7.0f}  same m_abs and q: {v['same_result']}")
+    print(f"geometric mean ratio over the mix: {geo:.0f}; every point the same: "
+          f"{all(v['same_result'] for v in baseline)}")
 
     # start-up: a tiny sweep with an empty compile cache, then again
     tiny = work / "tiny.toml"
@@ -184,8 +268,8 @@ def main():
     print(f"\nCLI start-up (a 1-instance, 1-point sweep): first run {first:.1f} s (compiling), "
           f"second run {second:.1f} s (cached kernels)")
 
-    result = {"machine": info, "machine_additions_per_second": machine, "runs": runs,
-              "numpy_baseline": baseline, "geometric_mean_ratio": geo,
+    result = {"machine": info, "runs": runs, "instance_profile": prof,
+              "probe_additions_per_second": probe, "numpy_baseline": baseline, "geometric_mean_ratio": geo,
               "startup_seconds": {"first": first, "second": second}}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")

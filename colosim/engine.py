@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +75,7 @@ class Observations:
             if "percentile" in p.estimator.kind.needs:
                 levels.add(p.estimator.param)
         self._stats: dict[tuple, TaskStatistics] = {}
+        self.statistics_seconds = 0.0  # spent in statistics(), for a profile
         self._layouts: dict[tuple, Layout] = {}
         self._columns: dict[tuple, np.ndarray] = {}
 
@@ -94,8 +96,10 @@ class Observations:
     def statistics(self, data: str, clairvoyance: float) -> TaskStatistics:
         key = (data, clairvoyance)
         if key not in self._stats:
+            t0 = time.perf_counter()
             observed = self.source(data)[:, : self.k[clairvoyance]]
             self._stats[key] = compute_statistics(observed, sorted(self._levels.get(key, ())))
+            self.statistics_seconds += time.perf_counter() - t0
         return self._stats[key]
 
     def _of_all_of_x(self) -> TaskStatistics | None:
@@ -316,7 +320,8 @@ def _buffer(x: np.ndarray, first: int, stop: int) -> np.ndarray:
     return buf
 
 
-def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+def evaluate(layout: Layout, assigns, bin_caps, firsts,
+             work: dict | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Violation counts of several packings of one instance: packing p
     (``assigns[p]``, bins numbered 0..m-1) is judged on columns
     ``[firsts[p], stop)``, each bin j against ``bin_caps[p][j]``.
@@ -324,7 +329,8 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray
     Returns each packing's q_j per bin, its sum of ``(S - c) / c`` over
     its violations (bins added in bin order), and its ``sum_t V_t^2`` with
     ``V_t`` its number of violating bins in column t. A set of tasks that several
-    packings share is summed once for all of them (SPEC §5).
+    packings share is summed once for all of them (SPEC §5). The additions
+    performed are added to ``work["additions"]`` when ``work`` is given.
     """
     P = len(assigns)
     n = assigns[0].shape[0]
@@ -339,21 +345,31 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts) -> tuple[list[np.ndarray
     stacked = np.empty((P, n), dtype=np.int64)
     for q, a in enumerate(assigns):
         stacked[q] = a
-    counts, severity, squares = count_violations(
+    counts, severity, squares, additions = count_violations(
         layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, np.array(sizes, dtype=np.int64), bin_cap,
         capacities, first_index.astype(np.int64), starts, streams.hash_keys(n))
+    if work is not None:
+        work["additions"] = work.get("additions", 0) + int(additions)
     return [counts[q, :m] for q, m in enumerate(sizes)], severity, squares
 
 
-def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint]) -> list[Metrics]:
+def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint],
+                     work: dict | None = None) -> list[Metrics]:
     """Pack and evaluate one instance (rows of x and y) at every grid point.
 
     ``x``, ``y``: validated float32 or float64 arrays of shape (n, R) (``y``
     may be None when no point uses ``data = "avg"``).
+
+    ``work``, when given, is a profile the call adds to (for benchmarks):
+    seconds of ``"statistics"``, ``"packing"`` and ``"evaluation"``, the
+    ``"additions"`` the evaluation performed and the ``"nominal_additions"``
+    (n × evaluation columns, summed over the points) it stands for.
     """
     n, R = x.shape
+    t0 = time.perf_counter()
     obs = Observations(x, y, points)
     packings = pack_points(points, obs)
+    t1 = time.perf_counter()
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
     start = min(firsts)
     if len(packings) == 1:  # a lone call: its rows are read once, in place
@@ -361,7 +377,14 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     else:
         layout = lay_out(x, start, R, _buffer(x, start, R))
     counts, severity, squares = evaluate(layout, [pk.assign for pk in packings],
-                                         [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts)
+                                         [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts,
+                                         work)
+    if work is not None:
+        for key, seconds in (("statistics", obs.statistics_seconds),
+                             ("packing", t1 - t0 - obs.statistics_seconds),
+                             ("evaluation", time.perf_counter() - t1)):
+            work[key] = work.get(key, 0.0) + seconds
+        work["nominal_additions"] = work.get("nominal_additions", 0) + sum(n * (R - f) for f in firsts)
     means_sum = math.fsum(obs.row_means().tolist())
     m_norms: dict[float, int] = {}
     out = []

@@ -144,7 +144,7 @@ def _bound(maxima, a, b, members):
     return bound
 
 
-@jit
+@jit(inline="always")
 def _exact_sum(block, members, a, b, t):
     """The float64 sum of column t of the bin ``members[a:b]``, in
     ascending position: the sum SPEC §5 judges."""
@@ -177,7 +177,7 @@ def _add_rows(acc, src, members, a, b, lo, hi):
         s += 1
 
 
-@jit
+@jit(inline="always")
 def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
     sums are ``acc``, and their summed excess ``S - c``: sums at or above
@@ -185,9 +185,10 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
     float64 sum in ascending position. ``above``/``below`` have the sums'
     type; ``part`` is (TILE,) float64 scratch.
 
-    The first pass covers the whole tile with masks, so that it vectorizes,
-    and the excesses are added by pairwise halving (a fixed order whose
-    steps vectorize too).
+    The first pass counts over the whole tile with masks, so that it
+    vectorizes; only a tile with a violation makes a second pass for the
+    excesses, added by pairwise halving (a fixed order whose steps vectorize
+    too).
     """
     near = np.int32(0)
     sure = np.int32(0)
@@ -195,14 +196,15 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
         inside = (t >= lo) & (t < w)
         v = acc[t]
         near += np.int32(inside & (v >= below))
-        keep = inside & (v >= above)
-        sure += np.int32(keep)
-        part[t] = (np.float64(v) - c) if keep else 0.0
+        sure += np.int32(inside & (v >= above))
     if near == 0:
         return 0, 0.0
     count = np.int64(sure)
     excess = 0.0
     if sure > 0:
+        for t in range(TILE):
+            v = acc[t]
+            part[t] = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
         h = TILE
         while h > 1:
             h //= 2
@@ -220,7 +222,7 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
     return count, excess
 
 
-@jit
+@jit(inline="always")
 def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
     """The columns of ``[lo, w)`` that violate ``c`` (as :func:`_tally`
     decides them) as bits of ``hits[0]`` (columns 0-63 of the tile) and
@@ -244,7 +246,7 @@ def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
                 hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
 
 
-@jit
+@jit(inline="always")
 def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
                    capacities, error_scale, counts, severity, hits, by_slot):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
@@ -296,7 +298,8 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     ``tile0 * TILE`` on (global tile ``tile`` is ``tiles[tile - tile0]``).
 
     Also returns ``hits`` (tiles, triples, 2) uint64: the violating columns
-    of each triple in each tile as bits.
+    of each triple in each tile as bits, and the number of additions
+    performed (a tile's padding columns included: they are added too).
 
     The chunks are fixed by ``stop`` alone (global tiles split evenly), so
     the order in which a triple's severity is added does not depend on which
@@ -332,6 +335,7 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
 
     chunk_counts = np.zeros((CHUNKS, n_triples), dtype=np.int64)
     chunk_severity = np.zeros((CHUNKS, n_triples))
+    chunk_additions = np.zeros(CHUNKS, dtype=np.int64)
     # violating columns, two 64-bit words per (tile, triple): chunks own
     # disjoint tiles, so they never write the same word
     hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
@@ -340,6 +344,7 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
         part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
+        additions = 0
         for tile in range(max(tile0, chunk * n_tiles // CHUNKS), (chunk + 1) * n_tiles // CHUNKS):
             block = tiles[tile - tile0]
             w = min(TILE, stop - tile * TILE)
@@ -350,18 +355,20 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                 a, b = ustart[u], ustart[u + 1]
                 acc[:] = 0.0
                 _add_rows(acc, block, members, a, b, 0, TILE)
+                additions += (b - a) * TILE
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
                 _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
                                triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
                                counts_here, severity_here, hits[tile - tile0], False)
+        chunk_additions[chunk] = additions
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
     for chunk in range(CHUNKS):
         for q in range(n_triples):
             counts[q] += chunk_counts[chunk, q]
             severity[q] += chunk_severity[chunk, q]
-    return counts, severity, hits
+    return counts, severity, hits, chunk_additions.sum()
 
 
 @pjit
@@ -387,6 +394,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
     hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
+    additions = np.zeros(n_unique, dtype=np.int64)
     for u in prange(n_unique):
         a, b = ustart[u], ustart[u + 1]
         t0, t1 = tstart[u], tstart[u + 1]
@@ -399,6 +407,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
             continue
         acc = np.zeros(width, dtype=x.dtype)
         _add_rows(acc, x, members, a, b, first, stop)
+        additions[u] = (b - a) * (stop - first)
         part = np.empty(TILE)
         chunk_counts = np.zeros(t1 - t0, dtype=np.int64)
         chunk_severity = np.zeros(t1 - t0)
@@ -420,7 +429,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
                 q = triples[t0 + k]
                 counts[q] += chunk_counts[k]
                 severity[q] += chunk_severity[k]
-    return counts, severity, hits
+    return counts, severity, hits, additions.sum()
 
 
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -513,16 +522,16 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
         the bins' contributions added in bin order
     squares : (P,) int64, ``sum_t V_t^2`` with ``V_t`` the number of
         packing p's bins that violate in evaluation column t
+    additions : int, the additions of usage values the evaluation
+        performed: its work, after sharing and skipping
 
     Both layouts give the same bits.
     """
     members, ustart, triple_bin, triple_cap, triple_first, bin_triple = _deduplicate(
         assigns, n_bins, bin_cap, capacities.shape[0], first_index, starts.shape[0], keys)
     roundoff = 2.0**-24 if tiles.itemsize == 4 else 0.0
-    if tiles.ndim == 3:
-        counts, severity, hits = _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin,
-                                                    triple_cap, starts[triple_first], capacities, roundoff)
-    else:
-        counts, severity, hits = _triple_violations_rows(tiles, maxima, tile0, stop, members, ustart, triple_bin,
-                                                         triple_cap, starts[triple_first], capacities, roundoff)
-    return _per_packing(assigns, n_bins, bin_triple, counts, severity, hits)
+    judge = _triple_violations if tiles.ndim == 3 else _triple_violations_rows
+    counts, severity, hits, additions = judge(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
+                                              starts[triple_first], capacities, roundoff)
+    counts, severity, squares = _per_packing(assigns, n_bins, bin_triple, counts, severity, hits)
+    return counts, severity, squares, additions
