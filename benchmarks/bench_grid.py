@@ -54,7 +54,7 @@ from colosim.runner.sweep import instance_rows, read_results  # noqa: E402
 from colosim.sources.resolve import resolve_store  # noqa: E402
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=True, error_model="numpy")
 def _probe(block, members, reps):
     # the evaluation's own inner loop (_add_rows: float32 rows added into a
     # float32 accumulator, four at a time) on a cached tile, one per thread
@@ -123,7 +123,7 @@ def baseline_mix(cfg):
     mix = []
     for e, spec in enumerate(grid["estimator"]):
         mix.append({
-            "estimator": spec,
+            "estimator": getattr(spec, "spec", spec),
             "algorithm": grid["algorithm"][e % len(grid["algorithm"])],
             "capacity": grid["capacity"][e % len(grid["capacity"])],
             "clairvoyance": grid["clairvoyance"][(3 * e) % len(grid["clairvoyance"])],
