@@ -2,6 +2,8 @@
 counts from float32 sums, the float64 path, per-bin capacities, many
 packings sharing bins, and colosim.violations."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -10,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 import colosim
 from colosim.engine import as_rows, evaluate, lay_out
+from colosim.kernels.tiles import TILE
 
 from . import naive
 from .conftest import usage_arrays
@@ -121,3 +124,48 @@ def test_rows_and_tiles_agree_bit_for_bit_over_many_chunks():
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(rows[1], tiles[1])
     np.testing.assert_array_equal(rows[2], tiles[2])
+
+
+def _summed_additions(x, assigns, caps, firsts, tile_width):
+    """The additions the evaluation should perform, counted naively: each
+    distinct (set of tasks) summed once, from the first column any packing
+    judges it on (rounded down to a tile; whole tiles when ``tile_width``),
+    unless its tasks' maxima cannot exceed the smallest capacity it meets."""
+    R = x.shape[1]
+    start0 = min(firsts) // TILE * TILE
+    bins = {}
+    for a, c, f in zip(assigns, caps, firsts):
+        for j in range(int(a.max()) + 1):
+            members = tuple(np.flatnonzero(a == j))
+            first, cap = bins.get(members, (R, np.inf))
+            bins[members] = (min(first, f), min(cap, c[j]))
+    maxima = x[:, start0:].max(axis=1).astype(np.float64)
+    total = 0
+    for members, (first, cap) in bins.items():
+        if math.fsum(maxima[list(members)]) <= cap:
+            continue
+        if tile_width:
+            total += len(members) * TILE * ((R + TILE - 1) // TILE - first // TILE)
+        else:
+            total += len(members) * (R - start0)
+    return total
+
+
+def test_the_evaluation_counts_the_additions_it_performs():
+    rng = np.random.default_rng(3)
+    x = rng.gamma(0.8, 0.06, size=(30, 1000)).astype(np.float32)
+    base = rng.integers(0, 6, 30)
+    moved = base.copy()
+    moved[:2] = 6
+    assigns = [np.unique(b, return_inverse=True)[1].astype(np.int64) for b in (base, moved, base)]
+    caps = [np.full(int(a.max()) + 1, c) for a, c in zip(assigns, (0.35, 0.4, 5.0))]
+    firsts = [0, 300, 700]
+    work = {}
+    evaluate(lay_out(x, min(firsts), 1000), assigns, caps, firsts, work)
+    expected = _summed_additions(x, assigns, caps, firsts, tile_width=True)
+    assert expected > 0
+    assert work["additions"] == expected
+    # one packing on its rows: every column from the first, no padding
+    work = {}
+    evaluate(as_rows(x, 300, 1000), assigns[1:2], caps[1:2], firsts[1:2], work)
+    assert work["additions"] == _summed_additions(x, assigns[1:2], caps[1:2], firsts[1:2], tile_width=False)
