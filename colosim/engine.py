@@ -320,6 +320,16 @@ def _buffer(x: np.ndarray, first: int, stop: int) -> np.ndarray:
     return buf
 
 
+def _scratch_words(words: int) -> np.ndarray:
+    """This thread's scratch words for the evaluation, kept from call to
+    call and grown when too small (see :func:`count_violations`)."""
+    buf = getattr(_workspace, "words", None)
+    if buf is None or buf.size < words:
+        buf = np.empty(words, dtype=np.uint64)
+        _workspace.words = buf
+    return buf
+
+
 def evaluate(layout: Layout, assigns, bin_caps, firsts,
              work: dict | None = None) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Violation counts of several packings of one instance: packing p
@@ -347,7 +357,7 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts,
         stacked[q] = a
     counts, severity, squares, additions = count_violations(
         layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, np.array(sizes, dtype=np.int64), bin_cap,
-        capacities, first_index.astype(np.int64), starts, streams.hash_keys(n))
+        capacities, first_index.astype(np.int64), starts, streams.hash_keys(n), _scratch_words)
     if work is not None:
         work["additions"] = work.get("additions", 0) + int(additions)
     return [counts[q, :m] for q, m in enumerate(sizes)], severity, squares

@@ -291,7 +291,7 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
 
 @pjit
 def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, triple_start,
-                       capacities, roundoff):
+                       capacities, roundoff, scratch):
     """For each (bin, capacity, start) triple: the number of columns t in
     ``[start, stop)`` with ``sum_{i in bin} x[i, t] > capacity``, and the
     sum of ``(S - c) / c`` over them. ``tiles`` holds the columns from
@@ -333,12 +333,20 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     for u in range(n_unique):
         may_violate[u] = _bound(maxima, ustart[u], ustart[u + 1], members) > lowest_cap[u]
 
-    chunk_counts = np.zeros((CHUNKS, n_triples), dtype=np.int64)
-    chunk_severity = np.zeros((CHUNKS, n_triples))
+    # the chunks' counts and severity, and the violating columns, two 64-bit
+    # words per (tile, triple) (chunks own disjoint tiles, so they never
+    # write the same word), in ``scratch`` (zeroed here) when it has room
+    n_hits = (n_tiles - tile0) * n_triples * 2
+    n_chunk = CHUNKS * n_triples
+    words = scratch[: n_hits + 2 * n_chunk] if scratch.shape[0] >= n_hits + 2 * n_chunk else np.empty(
+        n_hits + 2 * n_chunk, dtype=np.uint64)
+    step = (words.shape[0] + CHUNKS - 1) // CHUNKS
+    for chunk in prange(CHUNKS):
+        words[chunk * step : min((chunk + 1) * step, words.shape[0])] = 0
+    hits = words[:n_hits].reshape((n_tiles - tile0, n_triples, 2))
+    chunk_counts = words[n_hits : n_hits + n_chunk].view(np.int64).reshape((CHUNKS, n_triples))
+    chunk_severity = words[n_hits + n_chunk :].view(np.float64).reshape((CHUNKS, n_triples))
     chunk_additions = np.zeros(CHUNKS, dtype=np.int64)
-    # violating columns, two 64-bit words per (tile, triple): chunks own
-    # disjoint tiles, so they never write the same word
-    hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
         part = np.empty(TILE)
@@ -500,7 +508,8 @@ def _per_packing(assigns, n_bins, bin_triple, counts, severity, hits):
     return out_counts, out_severity, _column_squares(hits, bin_triple, n_bins, counts)
 
 
-def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capacities, first_index, starts, keys):
+def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capacities, first_index, starts, keys,
+                     scratch=None):
     """Violation counts of every bin of every packing of one instance.
 
     Parameters
@@ -514,6 +523,10 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     first_index : (P,) int64, index into ``starts``: packing p is judged on
         columns ``[starts[first_index[p]], stop)``
     keys : (n,) uint64 random hash keys of the tasks
+    scratch : optional, ``words -> uint64 array`` of at least that many
+        words: room for the tile layout's working arrays (a caller that
+        judges instance after instance reuses pages instead of faulting in
+        fresh ones); no result refers to it
 
     Returns
     -------
@@ -530,8 +543,14 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     members, ustart, triple_bin, triple_cap, triple_first, bin_triple = _deduplicate(
         assigns, n_bins, bin_cap, capacities.shape[0], first_index, starts.shape[0], keys)
     roundoff = 2.0**-24 if tiles.itemsize == 4 else 0.0
-    judge = _triple_violations if tiles.ndim == 3 else _triple_violations_rows
-    counts, severity, hits, additions = judge(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap,
-                                              starts[triple_first], capacities, roundoff)
+    args = (tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, starts[triple_first], capacities,
+            roundoff)
+    if tiles.ndim == 3:
+        n_triples = triple_bin.shape[0]
+        words = (tiles.shape[0] * 2 + 2 * CHUNKS) * n_triples
+        room = np.empty(0, dtype=np.uint64) if scratch is None else scratch(words)
+        counts, severity, hits, additions = _triple_violations(*args, room)
+    else:
+        counts, severity, hits, additions = _triple_violations_rows(*args)
     counts, severity, squares = _per_packing(assigns, n_bins, bin_triple, counts, severity, hits)
     return counts, severity, squares, additions
