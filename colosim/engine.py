@@ -306,28 +306,28 @@ def as_rows(x: np.ndarray, first: int, stop: int, maxima: np.ndarray | None = No
 _workspace = threading.local()
 
 
+def _kept(name: str, size: int, dtype) -> np.ndarray:
+    """This thread's array ``name`` of at least ``size`` items of ``dtype``:
+    kept from call to call (a loop of calls works in pages already mapped),
+    replaced by a larger one when too small. No result refers to it."""
+    buf = getattr(_workspace, name, None)
+    if buf is None or buf.dtype != dtype or buf.size < size:
+        buf = np.empty(size, dtype=dtype)
+        setattr(_workspace, name, buf)
+    return buf
+
+
 def _buffer(x: np.ndarray, first: int, stop: int) -> np.ndarray:
     """This thread's buffer for the evaluation layout of an instance like
-    ``x``: kept from call to call (a loop of calls lays out each instance
-    in pages already mapped), grown when too small. Only the layout of
-    :func:`instance_metrics` uses it, and no result refers to it."""
+    ``x`` (only :func:`instance_metrics` lays out in it)."""
     n_tiles = (stop - first // TILE * TILE + TILE - 1) // TILE
-    size = n_tiles * x.shape[0] * TILE
-    buf = getattr(_workspace, "tiles", None)
-    if buf is None or buf.dtype != x.dtype or buf.size < size:
-        buf = np.empty(size, dtype=x.dtype)
-        _workspace.tiles = buf
-    return buf
+    return _kept("tiles", n_tiles * x.shape[0] * TILE, x.dtype)
 
 
 def _scratch_words(words: int) -> np.ndarray:
-    """This thread's scratch words for the evaluation, kept from call to
-    call and grown when too small (see :func:`count_violations`)."""
-    buf = getattr(_workspace, "words", None)
-    if buf is None or buf.size < words:
-        buf = np.empty(words, dtype=np.uint64)
-        _workspace.words = buf
-    return buf
+    """This thread's scratch for the evaluation, exactly ``words`` long
+    (see :func:`count_violations`)."""
+    return _kept("words", words, np.dtype(np.uint64))[:words]
 
 
 def evaluate(layout: Layout, assigns, bin_caps, firsts,

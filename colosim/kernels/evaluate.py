@@ -335,11 +335,10 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
 
     # the chunks' counts and severity, and the violating columns, two 64-bit
     # words per (tile, triple) (chunks own disjoint tiles, so they never
-    # write the same word), in ``scratch`` (zeroed here) when it has room
+    # write the same word), in ``scratch`` (zeroed here)
     n_hits = (n_tiles - tile0) * n_triples * 2
     n_chunk = CHUNKS * n_triples
-    words = scratch[: n_hits + 2 * n_chunk] if scratch.shape[0] >= n_hits + 2 * n_chunk else np.empty(
-        n_hits + 2 * n_chunk, dtype=np.uint64)
+    words = scratch
     step = (words.shape[0] + CHUNKS - 1) // CHUNKS
     for chunk in prange(CHUNKS):
         words[chunk * step : min((chunk + 1) * step, words.shape[0])] = 0
@@ -523,7 +522,7 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     first_index : (P,) int64, index into ``starts``: packing p is judged on
         columns ``[starts[first_index[p]], stop)``
     keys : (n,) uint64 random hash keys of the tasks
-    scratch : optional, ``words -> uint64 array`` of at least that many
+    scratch : optional, ``words -> uint64 array`` of exactly that many
         words: room for the tile layout's working arrays (a caller that
         judges instance after instance reuses pages instead of faulting in
         fresh ones); no result refers to it
@@ -548,7 +547,9 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     if tiles.ndim == 3:
         n_triples = triple_bin.shape[0]
         words = (tiles.shape[0] * 2 + 2 * CHUNKS) * n_triples
-        room = np.empty(0, dtype=np.uint64) if scratch is None else scratch(words)
+        room = np.empty(words, dtype=np.uint64) if scratch is None else scratch(words)
+        if room.shape != (words,):
+            raise ValueError(f"scratch({words}) returned {room.shape[0]} words")
         counts, severity, hits, additions = _triple_violations(*args, room)
     else:
         counts, severity, hits, additions = _triple_violations_rows(*args)
