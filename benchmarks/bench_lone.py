@@ -5,7 +5,10 @@ warm (median of repeats after a first call), with m_abs and q compared.
     python benchmarks/bench_lone.py --store STORE.h5 [--repeat 5]
 
 Also prints the time of one read of the instance (NumPy's max over x), the
-floor any call pays. Instance 0 of the store (SPEC §6, seed 1).
+floor any call pays, and where a call's time goes: checking x and y
+(``as_usage_matrix``), the statistics, the packing and the evaluation
+(the profile of ``instance_metrics``), each a median over the repeats.
+Instance 0 of the store (SPEC §6, seed 1).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import colosim  # noqa: E402
 from benchmarks import numpy_baseline  # noqa: E402
 from benchmarks.bench_run import ESTIMATORS  # noqa: E402
+from colosim.api import as_usage_matrix  # noqa: E402
+from colosim.engine import instance_metrics  # noqa: E402
+from colosim.model.grid import GridPoint  # noqa: E402
 from colosim.runner.sweep import instance_rows  # noqa: E402
 
 
@@ -36,6 +42,21 @@ def median_time(fn, repeat):
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), out
+
+
+def split(x, y, spec, repeat):
+    """Median milliseconds of checking x and y and of the statistics,
+    packing and evaluation of one call at ``spec``."""
+    point = GridPoint.make(spec, "best-fit", 1.0, 1.0, "inst", True, 1.0)  # colosim.run's defaults
+    check, _ = median_time(lambda: (as_usage_matrix("x", x), as_usage_matrix("y", y)), repeat)
+    parts = {"statistics": [], "packing": [], "evaluation": []}
+    instance_metrics(x, y, [point])
+    for _ in range(repeat):
+        work = {}
+        instance_metrics(x, y, [point], work)
+        for key in parts:
+            parts[key].append(work[key])
+    return [check * 1e3] + [statistics.median(v) * 1e3 for v in parts.values()]
 
 
 def main():
@@ -50,14 +71,16 @@ def main():
     read, _ = median_time(lambda: float(x.max()), args.repeat)
     print(f"instance {x.shape} {x.dtype}; numba threads {numba.get_num_threads()}; "
           f"one read of x: {read * 1e3:.1f} ms")
-    print(f"{'estimator':<14}{'NumPy ms':>10}{'colosim ms':>12}{'ratio':>8}{'÷ read':>8}  same m_abs, q")
+    print(f"{'estimator':<14}{'NumPy ms':>10}{'colosim ms':>12}{'ratio':>8}{'÷ read':>8}{'same':>6}   "
+          f"split ms: check x,y | statistics | packing | evaluation")
     ratios = []
     for spec in ESTIMATORS:
         fast, got = median_time(lambda spec=spec: colosim.run(x, y, spec), args.repeat)
         slow, (m_abs, _, q) = median_time(lambda spec=spec: numpy_baseline.grid_point(x, y, spec), args.repeat)
         ratios.append(slow / fast)
-        print(f"{spec:<14}{slow * 1e3:>10.1f}{fast * 1e3:>12.1f}{slow / fast:>8.1f}{fast / read:>8.1f}  "
-              f"{got.m_abs == m_abs and got.q == q}")
+        parts = " | ".join(f"{v:.2f}" for v in split(x, y, spec, args.repeat))
+        print(f"{spec:<14}{slow * 1e3:>10.1f}{fast * 1e3:>12.1f}{slow / fast:>8.1f}{fast / read:>8.1f}"
+              f"{'yes' if got.m_abs == m_abs and got.q == q else 'NO':>6}   {parts}")
     print(f"geometric mean ratio {math.exp(np.mean(np.log(ratios))):.1f}, lowest {min(ratios):.1f}")
 
 

@@ -97,8 +97,8 @@ class Observations:
         key = (data, clairvoyance)
         if key not in self._stats:
             t0 = time.perf_counter()
-            observed = self.source(data)[:, : self.k[clairvoyance]]
-            self._stats[key] = compute_statistics(observed, sorted(self._levels.get(key, ())))
+            self._stats[key] = compute_statistics(self.source(data), sorted(self._levels.get(key, ())),
+                                                  self.k[clairvoyance])
             self.statistics_seconds += time.perf_counter() - t0
         return self._stats[key]
 

@@ -1,6 +1,6 @@
 """The per-row kernels (statistics, row means, the usage check, the tile
 layout) against plain NumPy references, bit for bit, for any number of rows
-(blocks of four rows and the rest) and any column range."""
+and any column range."""
 
 from __future__ import annotations
 
@@ -9,16 +9,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from colosim.io._checks import usage_problem
-from colosim.kernels.stats import row_means, task_statistics
+from colosim.kernels.stats import LANES, row_means, task_statistics
 from colosim.kernels.tiles import TILE, column_tiles
 
 
 def _sequential(values: np.ndarray) -> float:
     """A float64 sum in column order (np.cumsum adds one term at a time)."""
-    return float(np.cumsum(values.astype(np.float64))[-1])
+    return float(np.cumsum(values.astype(np.float64))[-1]) if values.size else 0.0
 
 
-matrices = st.tuples(st.integers(1, 11), st.integers(1, 300), st.integers(0, 2**32 - 1),
+def _lanes(values: np.ndarray) -> float:
+    """The kernels' sum: lane j adds columns j, j + LANES, ... in column
+    order, then the lanes are added by pairwise halving."""
+    lanes = [_sequential(values[j::LANES]) for j in range(LANES)]
+    w = LANES
+    while w > 1:
+        w //= 2
+        lanes = [lanes[j] + lanes[j + w] for j in range(w)] + lanes[w:]
+    return lanes[0]
+
+
+matrices = st.tuples(st.integers(1, 40), st.integers(1, 300), st.integers(0, 2**32 - 1),
                      st.sampled_from([np.float32, np.float64]))
 
 
@@ -29,20 +40,28 @@ def _matrix(n, k, seed, dtype):
     return x
 
 
-@settings(max_examples=60, deadline=None)
-@given(matrices)
-def test_statistics_are_those_of_one_row_at_a_time(spec):
+@settings(max_examples=80, deadline=None)
+@given(matrices, st.integers(1, 300))
+def test_statistics_are_those_of_one_row_at_a_time(spec, k):
+    """Over the first k columns (a prefix of the rows, as the observation
+    columns of a clairvoyance level), bit for bit: lane sums, NumPy's
+    extremes and percentiles; any number of rows (whole tasks of the
+    parallel loop and the rest)."""
     x = _matrix(*spec)
-    n, k = x.shape
+    n = x.shape[0]
+    k = min(k, x.shape[1])
     levels = np.array([0.0, 37.5, 90.0, 100.0])
-    mean, var, maximum, minimum, perc = task_statistics(x, levels)
+    mean, var, maximum, minimum, perc = task_statistics(x, k, levels)
     for i in range(n):
-        mu = _sequential(x[i]) / k
+        row = x[i, :k]
+        mu = _lanes(row) / k
         assert mean[i] == mu
-        assert var[i] == _sequential((x[i].astype(np.float64) - mu) ** 2) / k
-        assert maximum[i] == x[i].max() and minimum[i] == x[i].min()
-        assert np.array_equal(perc[i], np.percentile(x[i].astype(np.float64), levels))
-    assert np.array_equal(row_means(x), mean)
+        assert var[i] == _lanes((row.astype(np.float64) - mu) ** 2) / k
+        assert maximum[i] == row.max() and minimum[i] == row.min()
+        assert np.array_equal(perc[i], np.percentile(row.astype(np.float64), levels))
+    if k == x.shape[1]:
+        assert np.array_equal(row_means(x), mean)
+    np.testing.assert_allclose(mean, x[:, :k].astype(np.float64).mean(axis=1), rtol=1e-12, atol=1e-300)
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,5 +113,5 @@ def test_percentiles_by_radix_selection_are_numpys(k, seed, shape, levels):
     if shape == "zeros":
         x[0, ::7] = -0.0
     levels = np.array(sorted(levels))
-    got = task_statistics(x, levels)[4][0]
+    got = task_statistics(x, k, levels)[4][0]
     assert np.array_equal(got, np.percentile(x[0].astype(np.float64), levels))

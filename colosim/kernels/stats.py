@@ -17,89 +17,118 @@ from ._sort import order_statistics_float32, select, select_work
 __all__ = ["task_statistics", "row_means", "row_maxima", "log_mgf"]
 
 
-#: rows handled together: their sums are independent chains of additions,
-#: so the processor overlaps them (each row's sum keeps its column order)
-BLOCK = 4
+#: lanes of a row's float64 sums: lane j adds columns j, j + LANES, ... in
+#: column order, so the lanes are independent and one vector instruction
+#: adds many of them (the same bits on any processor: each lane's order is
+#: fixed by the code, not by the compiler); the lanes are then added by
+#: pairwise halving
+LANES = 64
+
+#: rows per task of the parallel loops (each task allocates its lanes once)
+ROWS = 16
 
 
 @jit
-def _moments(observed, i0, i1, mean, var, maximum, minimum):
-    """Mean (a sequential float64 sum in column order divided by k),
-    population variance (a second pass from that mean), maximum and minimum
-    of rows ``i0 .. i1 - 1`` (at most :data:`BLOCK`), as four independent
-    accumulator chains."""
-    k = observed.shape[1]
-    r0 = observed[i0]
-    r1 = observed[min(i0 + 1, i1 - 1)]
-    r2 = observed[min(i0 + 2, i1 - 1)]
-    r3 = observed[min(i0 + 3, i1 - 1)]
-    s0 = s1 = s2 = s3 = 0.0
-    a0 = a1 = a2 = a3 = -np.inf
-    b0 = b1 = b2 = b3 = np.inf
-    for t in range(k):
-        v0 = np.float64(r0[t])
-        v1 = np.float64(r1[t])
-        v2 = np.float64(r2[t])
-        v3 = np.float64(r3[t])
-        s0 += v0
-        s1 += v1
-        s2 += v2
-        s3 += v3
-        a0 = v0 if v0 > a0 else a0
-        a1 = v1 if v1 > a1 else a1
-        a2 = v2 if v2 > a2 else a2
-        a3 = v3 if v3 > a3 else a3
-        b0 = v0 if v0 < b0 else b0
-        b1 = v1 if v1 < b1 else b1
-        b2 = v2 if v2 < b2 else b2
-        b3 = v3 if v3 < b3 else b3
-    m0, m1, m2, m3 = s0 / k, s1 / k, s2 / k, s3 / k
-    q0 = q1 = q2 = q3 = 0.0
-    for t in range(k):
-        d0 = np.float64(r0[t]) - m0
-        d1 = np.float64(r1[t]) - m1
-        d2 = np.float64(r2[t]) - m2
-        d3 = np.float64(r3[t]) - m3
-        q0 += d0 * d0
-        q1 += d1 * d1
-        q2 += d2 * d2
-        q3 += d3 * d3
-    ms = (m0, m1, m2, m3)
-    qs = (q0, q1, q2, q3)
-    mx = (a0, a1, a2, a3)
-    mn = (b0, b1, b2, b3)
-    for r in range(i1 - i0):
-        mean[i0 + r] = ms[r]
-        var[i0 + r] = qs[r] / k
-        maximum[i0 + r] = mx[r]
-        minimum[i0 + r] = mn[r]
+def _combine(acc):
+    """The sum of ``acc`` (LANES,) by pairwise halving (a fixed order)."""
+    w = acc.shape[0]
+    while w > 1:
+        w //= 2
+        for j in range(w):
+            acc[j] += acc[j + w]
+    return acc[0]
+
+
+@jit
+def _lane_sum(row, acc):
+    """float64 sum of ``row`` in :data:`LANES` lanes (``acc`` scratch)."""
+    k = row.shape[0]
+    kl = k // LANES * LANES
+    acc[:] = 0.0
+    for t in range(0, kl, LANES):
+        seg = row[t : t + LANES]
+        for j in range(LANES):
+            acc[j] += np.float64(seg[j])
+    for t in range(kl, k):
+        acc[t - kl] += np.float64(row[t])
+    return _combine(acc)
+
+
+@jit
+def _lane_squares(row, m, acc):
+    """float64 sum of ``(row - m)**2`` in :data:`LANES` lanes."""
+    k = row.shape[0]
+    kl = k // LANES * LANES
+    acc[:] = 0.0
+    for t in range(0, kl, LANES):
+        seg = row[t : t + LANES]
+        for j in range(LANES):
+            d = np.float64(seg[j]) - m
+            acc[j] += d * d
+    for t in range(kl, k):
+        d = np.float64(row[t]) - m
+        acc[t - kl] += d * d
+    return _combine(acc)
+
+
+@jit
+def _extremes(row, hi, lo):
+    """Largest and smallest value of ``row`` (lanes ``hi``, ``lo`` scratch of
+    its dtype; exact in any order)."""
+    k = row.shape[0]
+    kl = k // LANES * LANES
+    hi[:] = row[0]
+    lo[:] = row[0]
+    for t in range(0, kl, LANES):
+        seg = row[t : t + LANES]
+        for j in range(LANES):
+            v = seg[j]
+            hi[j] = v if v > hi[j] else hi[j]
+            lo[j] = v if v < lo[j] else lo[j]
+    a = hi[0]
+    b = lo[0]
+    for j in range(1, LANES):
+        a = hi[j] if hi[j] > a else a
+        b = lo[j] if lo[j] < b else b
+    for t in range(kl, k):
+        v = row[t]
+        a = v if v > a else a
+        b = v if v < b else b
+    return np.float64(a), np.float64(b)
 
 
 @pjit
-def task_statistics(observed, levels):
+def task_statistics(x, k, levels):
     """Mean, population variance (ddof = 0), maximum, minimum and the
-    percentiles at ``levels`` (NumPy's ``method="linear"``) of each row, in
-    float64: ``(mean, var, maximum, minimum, percentiles (n, len(levels)))``.
+    percentiles at ``levels`` (NumPy's ``method="linear"``) of the first
+    ``k`` columns of each row of ``x``, in float64: ``(mean, var, maximum,
+    minimum, percentiles (n, len(levels)))``. (A C-contiguous ``x`` and
+    ``k`` rather than a view of its columns: the rows' type then says they
+    are contiguous, and the lanes vectorize.)
 
-    The mean is a sequential sum in column order divided by k; the variance a
-    second pass from that mean. Rows are taken :data:`BLOCK` at a time
-    (independent sums, the same bits as one row at a time).
+    The mean is the row's float64 sum in :data:`LANES` lanes divided by k;
+    the variance a second pass from that mean while the row is in cache.
+    Rows are independent: the same bits whatever the thread count.
     """
-    n, k = observed.shape
+    n = x.shape[0]
     n_levels = levels.shape[0]
     mean = np.empty(n)
     var = np.empty(n)
     maximum = np.empty(n)
     minimum = np.empty(n)
     perc = np.empty((n, n_levels))
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        i0 = blk * BLOCK
-        i1 = min(i0 + BLOCK, n)
-        _moments(observed, i0, i1, mean, var, maximum, minimum)
-        if n_levels > 0:
-            work = select_work(k)
-            for i in range(i0, i1):
-                row = observed[i]
+    for blk in prange((n + ROWS - 1) // ROWS):
+        acc = np.empty(LANES)
+        hi = np.empty(LANES, dtype=x.dtype)
+        lo = np.empty(LANES, dtype=x.dtype)
+        work = select_work(k if n_levels > 0 else 0)
+        for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
+            row = x[i][:k]
+            m = _lane_sum(row, acc) / k
+            mean[i] = m
+            var[i] = _lane_squares(row, m, acc) / k
+            maximum[i], minimum[i] = _extremes(row, hi, lo)
+            if n_levels > 0:
                 if row.itemsize == 4:  # float32 data: radix selection on the bit patterns
                     _percentiles_sorted(row, levels, perc[i], work)
                 else:
@@ -124,26 +153,15 @@ def row_maxima(x, first, stop):
 
 @pjit
 def row_means(x):
-    """float64 mean of each row over all its columns, summed in column order
-    (the per-task means of m_norm, SPEC §5); rows :data:`BLOCK` at a time."""
+    """float64 mean of each row over all its columns (the per-task means of
+    m_norm, SPEC §5): the same sum as :func:`task_statistics`, so the same
+    bits."""
     n, k = x.shape
     out = np.empty(n)
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        i0 = blk * BLOCK
-        i1 = min(i0 + BLOCK, n)
-        r0 = x[i0]
-        r1 = x[min(i0 + 1, i1 - 1)]
-        r2 = x[min(i0 + 2, i1 - 1)]
-        r3 = x[min(i0 + 3, i1 - 1)]
-        s0 = s1 = s2 = s3 = 0.0
-        for t in range(k):
-            s0 += np.float64(r0[t])
-            s1 += np.float64(r1[t])
-            s2 += np.float64(r2[t])
-            s3 += np.float64(r3[t])
-        ss = (s0, s1, s2, s3)
-        for r in range(i1 - i0):
-            out[i0 + r] = ss[r] / k
+    for blk in prange((n + ROWS - 1) // ROWS):
+        acc = np.empty(LANES)
+        for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
+            out[i] = _lane_sum(x[i], acc) / k
     return out
 
 

@@ -78,11 +78,13 @@ class TaskStatistics:
         return self.percentiles[:, self.percentile_levels.index(level)]
 
 
-def compute_statistics(observed: np.ndarray, percentile_levels=()) -> TaskStatistics:
-    """Every statistic of every row of ``observed`` (n, k), with the
-    requested percentiles (NumPy's linear method)."""
+def compute_statistics(observed: np.ndarray, percentile_levels=(), k: int | None = None) -> TaskStatistics:
+    """Every statistic of every row of ``observed`` (n, R), over its first
+    ``k`` columns (all when None), with the requested percentiles (NumPy's
+    linear method)."""
     levels = tuple(sorted({float(p) for p in percentile_levels}))
-    mean, var, maximum, minimum, perc = task_statistics(observed, np.asarray(levels, dtype=np.float64))
+    k = observed.shape[1] if k is None else k
+    mean, var, maximum, minimum, perc = task_statistics(observed, k, np.asarray(levels, dtype=np.float64))
     return TaskStatistics(mean, var, maximum, minimum, levels, perc)
 
 
