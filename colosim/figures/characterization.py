@@ -93,8 +93,10 @@ def figure_clusters(centroids, shares) -> Figure:
     cols = 4
     rows = int(np.ceil(k / cols))
     fig = _figure(11, 2.2 * rows + 0.6)
-    axes = fig.subplots(rows, cols, sharex=True, squeeze=False)
+    # one x and one y scale: the clusters are compared with each other
+    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     edges = np.arange(centroids.shape[1] + 1) / centroids.shape[1]
+    right = centroid_range(centroids, edges)
     for j, ax in enumerate(axes.flat):
         if j >= k:
             ax.set_visible(False)
@@ -102,13 +104,27 @@ def figure_clusters(centroids, shares) -> Figure:
         ax.stairs(centroids[j], edges, fill=True, color="C0", label=f"share {100 * shares[j]:.1f}%")
         ax.set_title(f"({chr(ord('a') + j)})", fontsize="small")
         ax.legend(loc="upper right", fontsize="x-small", handlelength=0.8)
-        ax.set_xlim(0, 1)
+        ax.set_xlim(0, right)
         if j % cols == 0:
             ax.set_ylabel("probability")
         if j // cols == rows - 1:
             ax.set_xlabel("inst. usage (CPU units)")
     fig.suptitle("k-means centroids of per-task usage histograms (cf. paper Fig. 4)")
     return fig
+
+
+def centroid_range(centroids, edges, mass: float = 0.995) -> float:
+    """The right end of Figure 4's x range: the upper edge of the bin by
+    which every centroid holds ``mass`` of its probability (a small margin
+    beyond), never past the last edge."""
+    centroids = np.asarray(centroids, dtype=np.float64)
+    if centroids.size == 0:
+        return float(edges[-1])
+    total = centroids.sum(axis=1, keepdims=True)
+    cdf = np.cumsum(centroids, axis=1) / np.where(total > 0, total, 1.0)
+    last = int(max(np.searchsorted(row, mass * row[-1]) for row in cdf))
+    step = float(edges[1] - edges[0])
+    return float(min(edges[-1], edges[min(last + 1, len(edges) - 1)] + step))
 
 
 def figure_sums(size, edges, densities, mu, sigma) -> Figure:
@@ -155,8 +171,10 @@ def figure_percentile_error(sizes, percentiles, error) -> Figure:
     for p in range(n_p):
         data = [e[np.isfinite(e)] for e in error[:, :, p].T]
         pos = np.arange(len(sizes)) + (p - (n_p - 1) / 2) * width
+        # the median in black, thick and above the box, to stand out on every box colour
         bp = ax.boxplot(data, positions=pos, widths=width * 0.9, showfliers=False, patch_artist=True,
-                        manage_ticks=False)
+                        manage_ticks=False, medianprops={"color": "black", "lw": 2.2, "zorder": 4,
+                                                         "solid_capstyle": "butt"})
         for box in bp["boxes"]:
             box.set_facecolor(f"C{p}")
             box.set_alpha(0.6)
@@ -166,5 +184,6 @@ def figure_percentile_error(sizes, percentiles, error) -> Figure:
     ax.set_xlabel("number of tasks in the sample")
     ax.set_ylabel("relative error of the Gaussian estimate")
     ax.set_title("Gaussian prediction of percentiles of the total usage (cf. paper Fig. 6)")
+    ax.plot([], [], color="black", lw=2.2, label="median")
     ax.legend(fontsize="small", ncols=2)
     return fig
