@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -45,14 +46,19 @@ from matplotlib.patches import Patch
 from ..analysis.summary import rebalancing_gains, summarize_point
 from ..errors import InputError
 from ..io.atomic import atomic_path
-from ..io.outputs import claim, claim_dir, image_kind, lock
+from ..io.outputs import Kind, claim, claim_dir, image_kind, lock
 from ..io.results import BASE_CASE, meta_path, read_results
-from ..model.estimators import ESTIMATORS, family
+from ..model.estimators import ESTIMATORS, family, same_estimator
 from ..model.estimators import label as estimator_label
 from ..model.estimators import parameter as param
-from ..model.grid import check_row
+from ..model.grid import check_row, observation_split
 from ..model.intervals import mean_interval
 from ..progress import Progress, no_progress
+from ._labels import label_right
+from .paper import PAPER_MAX_AVG_Q, PAPER_Q, PAPER_REBALANCING_GAIN, PAPER_STYLE, Caption, caption_for
+
+#: the formats a figure can be written in
+FORMATS = ("png", "svg", "pdf")
 
 #: one colour per estimator family, in the estimator table's order
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -165,7 +171,7 @@ class FigureKind:
     title: str
     rows: Callable[[list[dict]], list[dict]]  # the rows the figure reads
     why_not: Callable[[list[dict]], str | None]  # None when drawable
-    draw: Callable[[list[dict], int | None], Figure]  # rows, the store's realization count
+    draw: Callable[..., Figure]  # (rows, the store's realization count, Caption)
 
 
 def _fig7_rows(rows):
@@ -311,23 +317,44 @@ def _box(ax, data, positions, color, width=0.6):
 
 
 def _mean_handle(label=MEAN_NOTE):
-    """A legend entry for the mean-and-interval marker over box plots."""
-    return Line2D([], [], marker=MEAN_STYLE["fmt"], color="black", mfc="white", ms=MEAN_STYLE["ms"],
-                  lw=MEAN_STYLE["lw"], label=label)
+    """A legend entry for the mean-and-interval marker over box plots (the
+    marker alone: no bars, no caps)."""
+    return Line2D([], [], ls="none", marker=MEAN_STYLE["fmt"], color="black", mfc="white", ms=MEAN_STYLE["ms"],
+                  label=label)
+
+
+def _paper_handle(label="paper"):
+    return Line2D([], [], **PAPER_STYLE, label=label)
 
 
 def _highs(summary: dict) -> list[float]:
     return [s["q_ci_high"] for s in summary.values()]
 
 
-def _mq_figure(rows, title, fig_no, realizations=None):
+def _at_base(rows, keys) -> bool:
+    """Whether ``rows`` are at the paper's base case for ``keys`` (where the
+    paper's values apply)."""
+    return bool(rows) and all(r[k] == BASE_CASE[k] for r in rows for k in keys)
+
+
+def _paper_q(spec: str) -> float | None:
+    for s, v in PAPER_Q.items():
+        if same_estimator(s, spec):
+            return v
+    return None
+
+
+def _mq_figure(rows, text, fig_no, realizations=None, caption: Caption = Caption()):
     m = by_estimator(rows, "m")
     q = by_estimator(rows, "q")
     means = summaries(rows, lambda r: r["estimator"], realizations)
-    qa = QAxis(np.concatenate(list(q.values())), _highs(means))
-    fig = Figure(figsize=(9, 5.8), layout="constrained")
+    paper = {s: v for s in m if (v := _paper_q(s)) is not None} if _at_base(rows, BASE_CASE) else {}
+    qa = QAxis(np.concatenate(list(q.values())), _highs(means) + list(paper.values()))
+    fig = Figure(figsize=(9, 6.4), layout="constrained")
+    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     styles = _styles(m)
+    labels, handles = [], []
     for spec in m:
         color, marker = styles[spec]
         s = means[spec]
@@ -342,66 +369,89 @@ def _mq_figure(rows, title, fig_no, realizations=None):
         xerr = None if math.isnan(s["m_ci_low"]) else [[m_mean - s["m_ci_low"]], [s["m_ci_high"] - m_mean]]
         qa.interval(ax, m_mean, s["q_mean"], s["q_ci_low"], s["q_ci_high"], xerr=xerr, fmt=marker, color=color,
                     ms=7, capsize=3, lw=1.6, label=estimator_label(spec))
-        ax.annotate(estimator_label(spec), (m_mean, q_mean), xytext=(5, 4), textcoords="offset points",
-                    fontsize=7, color=color)
+        handles.append(Line2D([], [], ls="none", marker=marker, color=color, ms=7, label=estimator_label(spec)))
+        labels.append((m_mean, q_mean, estimator_label(spec), color))
+        if spec in paper:
+            ax.plot([m_mean], [float(qa(paper[spec]))], **PAPER_STYLE)
+    if paper:
+        handles.append(_paper_handle("paper's mean q (§5.2), at colosim's m"))
+    handles.append(Line2D([], [], color="0.5", lw=7, alpha=0.3, label="inter-quartile range over instances"))
     ax.set_xlabel(M_LABEL)
     qa.decorate(ax)
     n = len(unique(r["instance"] for r in rows))
-    ax.set_title(f"Figure {fig_no} (paper §5.2): {title}\n"
-                 f"marker and capped bars: {interval_note(realizations, with_m=True)} (n = {n})\n"
-                 "pale bands: inter-quartile range over instances" + _cut_line(qa), fontsize=10)
-    fig.legend(loc="outside right center", fontsize=8, frameon=False)
+    if caption.title:
+        ax.set_title(caption.heading(fig_no, "§5.2", text) + "\n"
+                     f"marker and capped bars: {interval_note(realizations, with_m=True)} (n = {n})\n"
+                     "pale bands: inter-quartile range over instances" + _cut_line(qa), fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", fontsize=8, frameon=False, ncols=4)
+    # direct labels at the right edge, spread apart once the axes' size is known
+    fig.draw_without_rendering()
+    label_right(ax, labels)
     return fig
 
 
-def draw_fig7(rows, realizations=None):
+def draw_fig7(rows, realizations=None, caption: Caption = Caption()):
     return _mq_figure(_fig7_rows(rows), "machines used against capacity violations, every estimator", 7,
-                      realizations)
+                      realizations, caption)
 
 
-def draw_fig8(rows, realizations=None):
-    return _mq_figure(_fig8_rows(rows), "machines against violations for GPA, av and perc", 8, realizations)
+def draw_fig8(rows, realizations=None, caption: Caption = Caption()):
+    return _mq_figure(_fig8_rows(rows), "machines against violations for GPA, av and perc", 8, realizations,
+                      caption)
 
 
-def draw_fig9(rows, realizations=None):
+def draw_fig9(rows, realizations=None, caption: Caption = Caption()):
     rows = _fig9_rows(rows)
     q = by_estimator(rows, "q")
     means = summaries(rows, lambda r: r["estimator"], realizations)
     specs = sorted(q, key=lambda s: -param(s))
-    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    fig = Figure(figsize=(6.5, 4.8), layout="constrained")
     ax = fig.add_subplot()
     errors = [(q[s] - param(s)) / param(s) for s in specs]
     pos = np.arange(len(specs))
     _box(ax, errors, pos, FAMILY_COLORS["gpa"])
+    what = "error of the mean q" + (", 95% interval" if realizations is not None else "")
+    handles = [Line2D([], [], ls="none", marker="^", color="black", ms=6, label=what)]
+    base = _at_base(rows, BASE_CASE)
     for k, s in enumerate(specs):
         rho, m = param(s), means[s]
         err = (m["q_mean"] - rho) / rho
         low, high = (m["q_ci_low"] - rho) / rho, (m["q_ci_high"] - rho) / rho
         yerr = None if math.isnan(low) else [[err - low], [high - err]]
-        what = "error of the mean q" + (", 95% interval" if realizations is not None else "")
         ax.errorbar(k, err, yerr=yerr, label=what if k == 0 else None,
                     **{**MEAN_STYLE, "fmt": "^", "mfc": "black", "ms": 6})
+        if base and (pq := _paper_q(s)) is not None:
+            ax.plot([k], [(pq - rho) / rho], **PAPER_STYLE)
+            if len(handles) == 1:
+                handles.append(_paper_handle("paper's error of the mean q (§5.2)"))
     ax.axhline(0, color="0.3", lw=0.8)
     ax.set_xticks(pos, [f"ρ = {param(s):g}" for s in specs])
     ax.set_xlabel("GPA target violation probability ρ")
     ax.set_ylabel("relative error (q − ρ) / ρ  (0 = on target, −1 = q of 0)")
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title("Figure 9 (paper §5.2): GPA's measured q against its target ρ\n"
-                 f"box: quartiles over instances\ntriangle and bars: {interval_note(realizations)}", fontsize=10)
+    if caption.title:
+        ax.set_title(caption.heading(9, "§5.2", "GPA's measured q against its target ρ") + "\n"
+                     f"box: quartiles over instances\ntriangle and bars: {interval_note(realizations)}",
+                     fontsize=10)
     return fig
 
 
-def draw_fig10(rows, realizations=None):
+def draw_fig10(rows, realizations=None, caption: Caption = Caption()):
     rows = _fig10_rows(rows)
     headrooms = sorted(unique(r["headroom"] for r in rows))
     specs = unique(r["estimator"] for r in rows)
     means = summaries(rows, lambda r: (r["headroom"], r["data"], r["estimator"]), realizations)
-    qa = QAxis([r["q"] for r in rows], _highs(means))
-    fig = Figure(figsize=(max(8, 0.75 * len(specs) + 2), 3.6 * len(headrooms) + 0.6), layout="constrained")
+    keys = [k for k in BASE_CASE if k not in ("data", "headroom")]
+    paper = ({h: v for h, v in PAPER_MAX_AVG_Q.items() if h in headrooms}
+             if _at_base(rows, keys) and any(family(s) == "max" for s in specs) else {})
+    qa = QAxis([r["q"] for r in rows], _highs(means) + list(paper.values()))
+    fig = Figure(figsize=(max(8, 0.75 * len(specs) + 2), 3.6 * len(headrooms) + 0.8), layout="constrained")
     colors = {"inst": "#1f77b4", "avg": "#ff7f0e"}
+    first, panels = None, []
     for i, h in enumerate(headrooms):
-        ax = fig.add_subplot(len(headrooms), 1, i + 1)
+        ax = fig.add_subplot(len(headrooms), 1, i + 1, sharey=first)
+        first = first or ax
         for j, data in enumerate(("inst", "avg")):
             sub = [r for r in rows if r["headroom"] == h and r["data"] == data]
             q = by_estimator(sub, "q")
@@ -412,21 +462,27 @@ def draw_fig10(rows, realizations=None):
                 for k, x in zip(have, pos):
                     s = means[(h, data, specs[k])]
                     qa.interval(ax, x, s["q_mean"], s["q_ci_low"], s["q_ci_high"], **MEAN_STYLE)
+                    if data == "avg" and h in paper and family(specs[k]) == "max":
+                        ax.plot([x], [float(qa(paper[h]))], **PAPER_STYLE)
         ax.set_xticks(np.arange(len(specs)), [estimator_label(s) for s in specs], rotation=30, ha="right",
                       fontsize=8)
-        qa.decorate(ax, label=False, values=[r["q"] for r in rows if r["headroom"] == h])
+        panels.append((ax, [r["q"] for r in rows if r["headroom"] == h]))
         ax.set_ylabel("violation frequency q")
         ax.set_title(f"bin size multiplier (headroom) e = {h:g}", fontsize=9)
         ax.legend(handles=[Patch(color=colors[d], alpha=0.55, label=f"estimated from {d} data")
-                           for d in ("inst", "avg")] + [_mean_handle(mean_label(realizations))], fontsize=8,
+                           for d in ("inst", "avg")] + [_mean_handle(mean_label(realizations))]
+                  + ([_paper_handle("paper: max from avg data (§5.3)")] if paper else []), fontsize=8,
                   loc="upper right")
-    fig.suptitle("Figure 10 (paper §5.3): estimating from instantaneous (inst) or 5-minute average (avg) "
-                 "usage\nq always counted on instantaneous usage; box: quartiles over instances\n"
-                 f"diamond and bars: {interval_note(realizations)}" + _cut_line(qa), fontsize=10)
+    for ax, values in panels:  # once every panel is drawn: the shared q scale spans them all
+        qa.decorate(ax, label=False, values=values)
+    if caption.title:
+        fig.suptitle(caption.heading(10, "§5.3", "estimating from instantaneous (inst) or 5-minute average (avg) "
+                                     "usage") + "\nq always counted on instantaneous usage; box: quartiles over "
+                     f"instances\ndiamond and bars: {interval_note(realizations)}" + _cut_line(qa), fontsize=10)
     return fig
 
 
-def draw_fig11(rows, realizations=None):
+def draw_fig11(rows, realizations=None, caption: Caption = Caption()):
     rows = _fig11_rows(rows)
     rebal = sorted(unique(r["rebalance"] for r in rows), reverse=True)
     caps = sorted(unique(r["capacity"] for r in rows))
@@ -436,8 +492,10 @@ def draw_fig11(rows, realizations=None):
     qa = QAxis([r["q"] for r in rows], _highs(means))
     fig = Figure(figsize=(max(8, 1.6 * len(caps) + 3), 3.8 * len(rebal) + 0.6), layout="constrained")
     width = 0.8 / len(specs)
+    first, panels = None, []
     for i, rb in enumerate(rebal):
-        ax = fig.add_subplot(len(rebal), 1, i + 1)
+        ax = fig.add_subplot(len(rebal), 1, i + 1, sharey=first)
+        first = first or ax
         for j, s in enumerate(specs):
             data, pos, point = [], [], []
             for k, c in enumerate(caps):
@@ -452,53 +510,94 @@ def draw_fig11(rows, realizations=None):
                     qa.interval(ax, x, m["q_mean"], m["q_ci_low"], m["q_ci_high"], **MEAN_STYLE)
         ax.set_xticks(np.arange(len(caps)), [f"{c:g}" for c in caps])
         ax.set_xlabel("machine capacity c (CPU; the trace's largest machine = 1)")
-        qa.decorate(ax, label=False, values=[r["q"] for r in rows if r["rebalance"] == rb])
+        panels.append((ax, [r["q"] for r in rows if r["rebalance"] == rb]))
         ax.set_ylabel("violation frequency q")
         ax.set_title("with rebalancing" if rb else "without rebalancing", fontsize=9)
     fig.legend(handles=[Patch(color=colors[s], alpha=0.55, label=estimator_label(s)) for s in specs]
                + [_mean_handle(mean_label(realizations).replace(" over", "\nover").replace("interval ", "interval\n"))],
                fontsize=8, loc="outside right center", frameon=False)
-    fig.suptitle("Figure 11 (paper §5.4): violations against machine capacity; box: quartiles over instances\n"
-                 f"diamond and bars: {interval_note(realizations)}" + _cut_line(qa),
-                 fontsize=10)
+    for ax, values in panels:
+        qa.decorate(ax, label=False, values=values)
+    if caption.title:
+        fig.suptitle(caption.heading(11, "§5.4", "violations against machine capacity") + "\nbox: quartiles over "
+                     f"instances; diamond and bars: {interval_note(realizations)}" + _cut_line(qa), fontsize=10)
     return fig
 
 
-def draw_fig12(rows, realizations=None):
+def _log_box(ax, values, x, half, color):
+    """A box plot (quartiles, whiskers at 1.5 IQR, fliers) at ``x`` on a log
+    x axis, ``half`` decades wide on each side."""
+    from matplotlib.cbook import boxplot_stats
+
+    [st] = boxplot_stats(np.asarray(values, dtype=np.float64), whis=1.5)
+    lo, hi = x / 10 ** half, x * 10 ** half
+    ax.fill_between([lo, hi], st["q1"], st["q3"], color=color, alpha=0.55, lw=0, zorder=2)
+    ax.plot([lo, hi, hi, lo, lo], [st["q1"], st["q1"], st["q3"], st["q3"], st["q1"]], color=color, lw=1.0, zorder=2)
+    ax.plot([lo, hi], [st["med"]] * 2, color="black", lw=1.2, zorder=3)
+    cap_lo, cap_hi = x / 10 ** (half / 2), x * 10 ** (half / 2)
+    for a, b in ((st["whislo"], st["q1"]), (st["q3"], st["whishi"])):
+        ax.plot([x, x], [a, b], color=color, lw=1.0, zorder=2)
+    for w in (st["whislo"], st["whishi"]):
+        ax.plot([cap_lo, cap_hi], [w, w], color=color, lw=1.0, zorder=2)
+    if len(st["fliers"]):
+        ax.plot(np.full(len(st["fliers"]), x), st["fliers"], ls="none", marker=".", ms=3, color=color)
+
+
+def clairvoyance_positions(levels, realizations: int | None) -> tuple[list[float], str]:
+    """The x of each clairvoyance level, and the axis label: observed
+    realizations (clairvoyance × R, as the sweep splits them) when R is
+    known, else the shares themselves."""
+    if realizations is None:
+        return [float(lv) for lv in levels], "clairvoyance (share of R observed; R unknown, so not in observations)"
+    return ([float(observation_split(lv, realizations)[0]) for lv in levels],
+            f"observed realizations (clairvoyance × R, R = {realizations:,})")
+
+
+def draw_fig12(rows, realizations=None, caption: Caption = Caption()):
     rows = _fig12_rows(rows)
     specs = unique(r["estimator"] for r in rows)
     levels = sorted(unique(r["clairvoyance"] for r in rows))
+    xs, xlabel = clairvoyance_positions(levels, realizations)
+    logs = np.log10(xs)
+    gaps = np.diff(logs)
+    # each box as wide as its nearer neighbour allows, at most 0.12 decades each side
+    half = [min(0.12, 0.35 * min([g for g in (gaps[k - 1] if k else None, gaps[k] if k < len(gaps) else None)
+                                    if g is not None] or [1.0])) for k in range(len(xs))]
     means = summaries(rows, lambda r: (r["estimator"], r["clairvoyance"]), realizations)
-    axes = []
+    qa = QAxis([r["q"] for r in rows], _highs(means))  # one q scale: the panels are compared
     ncol = min(4, len(specs))
     nrow = math.ceil(len(specs) / ncol)
     fig = Figure(figsize=(3.3 * ncol + 0.5, 3.1 * nrow + 0.8), layout="constrained")
+    first, panels = None, []
     for i, s in enumerate(specs):
-        ax = fig.add_subplot(nrow, ncol, i + 1)
+        ax = fig.add_subplot(nrow, ncol, i + 1, sharey=first, sharex=first)
+        first = first or ax
         sub = [r for r in rows if r["estimator"] == s]
-        mine = {lv: means[(s, lv)] for lv in levels if (s, lv) in means}
-        qa = QAxis([r["q"] for r in sub], _highs(mine))
-        axes.append(qa)
-        data = [qa([r["q"] for r in sub if r["clairvoyance"] == lv]) for lv in levels]
-        keep = [k for k, d in enumerate(data) if d.size]
-        _box(ax, [data[k] for k in keep], keep, FAMILY_COLORS[family(s)])
-        for k in keep:
-            m = mine[levels[k]]
-            qa.interval(ax, k, m["q_mean"], m["q_ci_low"], m["q_ci_high"], **MEAN_STYLE)
-        ax.set_xticks(np.arange(len(levels)), [f"{lv:g}" for lv in levels], rotation=45, fontsize=7)
-        qa.decorate(ax, label=False)
+        for k, lv in enumerate(levels):
+            v = [r["q"] for r in sub if r["clairvoyance"] == lv]
+            if not v:
+                continue
+            _log_box(ax, qa(v), xs[k], half[k], FAMILY_COLORS[family(s)])
+            m = means[(s, lv)]
+            qa.interval(ax, xs[k], m["q_mean"], m["q_ci_low"], m["q_ci_high"], **MEAN_STYLE)
+        ax.set_xscale("log")
+        ax.set_xlim(xs[0] / 10 ** (half[0] + 0.15), xs[-1] * 10 ** (half[-1] + 0.15))
+        panels.append((ax, [r["q"] for r in sub]))
         ax.set_title(estimator_label(s), fontsize=9)
         if i % ncol == 0:
             ax.set_ylabel("violation frequency q")
-        if i // ncol == nrow - 1:
-            ax.set_xlabel("clairvoyance (share of R observed)")
-    fig.suptitle("Figure 12 (paper §5.5): violations against clairvoyance; each panel has its own q scale\n"
-                 f"box: quartiles over instances; diamond and bars: {interval_note(realizations)}"
-                 + _cut_line(*axes), fontsize=10)
+    for ax, values in panels:
+        qa.decorate(ax, label=False, values=values)
+    fig.supxlabel(xlabel + "; log scale", fontsize=9)  # one label for every panel's shared x axis
+    if caption.title:
+        shares = ", ".join(f"{lv:g}" for lv in levels)
+        fig.suptitle(caption.heading(12, "§5.5", "violations against clairvoyance") + f" (shares of R: {shares})\n"
+                     f"box: quartiles over instances; diamond and bars: {interval_note(realizations)}"
+                     + _cut_line(qa), fontsize=10)
     return fig
 
 
-def draw_fig13(rows, realizations=None):
+def draw_fig13(rows, realizations=None, caption: Caption = Caption()):
     # the gains' interval is Student's t over instances: no realization count needed
     rows = _fig13_rows(rows)
     gains = rebalancing_gains(rows)
@@ -506,11 +605,15 @@ def draw_fig13(rows, realizations=None):
     algorithms = [a for a in unique(r["algorithm"] for r in rows) if any(k[1] == a for k in gains)]
     specs = [s for s in unique(r["estimator"] for r in rows) if any(k[0] == s for k in gains)]
     n_inst = len(unique(r["instance"] for r in rows))
+    base = _at_base(rows, [k for k in BASE_CASE if k not in ("rebalance", "algorithm")])
     fig = Figure(figsize=(max(7, 0.8 * len(specs) + 2), 3.8 * len(algorithms) + 0.6), layout="constrained")
+    first = None
     for i, alg in enumerate(algorithms):
-        ax = fig.add_subplot(len(algorithms), 1, i + 1)
+        ax = fig.add_subplot(len(algorithms), 1, i + 1, sharey=first)
+        first = first or ax
         have = [s for s in specs if (s, alg) in gains]
         pos = np.arange(len(have))
+        handles = [Line2D([], [], ls="none", marker="^", color="black", ms=6, label=MEAN_NOTE)]
         for k, s in enumerate(have):
             g = 100 * gains[(s, alg)]
             _box(ax, [g], [k], FAMILY_COLORS[family(s)])
@@ -518,15 +621,20 @@ def draw_fig13(rows, realizations=None):
             yerr = None if math.isnan(low) else [[g.mean() - low], [high - g.mean()]]
             ax.errorbar(k, g.mean(), yerr=yerr, label=MEAN_NOTE if k == 0 else None,
                         **{**MEAN_STYLE, "fmt": "^", "mfc": "black", "ms": 6})
+            if base and alg == BASE_CASE["algorithm"] and family(s) in PAPER_REBALANCING_GAIN:
+                ax.plot([k], [100 * PAPER_REBALANCING_GAIN[family(s)]], **PAPER_STYLE)
+                if len(handles) == 1:
+                    handles.append(_paper_handle("paper: mean gain of the family, GPA and av (§5.6)"))
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xticks(pos, [f"{estimator_label(s)}\n(n={gains[(s, alg)].size})" for s in have], fontsize=8)
         ax.set_ylabel("relative gain (q_off − q_on) / q_off  [%]", fontsize=9)
         ax.set_title(f"{alg}; n = instances with q_off > 0 (of {n_inst})", fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(handles=handles, fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle("Figure 13 (paper §5.6): relative decrease of q by rebalancing, paired per instance\n"
-                 "perc, max and instances whose q without rebalancing is 0 omitted\n"
-                 f"box: quartiles over instances\ntriangle and bars: {MEAN_NOTE} (none for n < 2)", fontsize=10)
+    if caption.title:
+        fig.suptitle(caption.heading(13, "§5.6", "relative decrease of q by rebalancing, paired per instance")
+                     + "\nperc, max and instances whose q without rebalancing is 0 omitted\n"
+                     f"box: quartiles over instances\ntriangle and bars: {MEAN_NOTE} (none for n < 2)", fontsize=10)
     return fig
 
 
@@ -554,15 +662,47 @@ def supported_figures(rows: list[dict]) -> dict[int, str | None]:
     return {n: kind.why_not(rows) for n, kind in FIGURES.items()}
 
 
+def check_formats(formats) -> tuple[str, ...]:
+    """``formats`` as a tuple of distinct names from :data:`FORMATS`
+    (case ignored); none, or an unknown one, is an :class:`InputError`."""
+    if isinstance(formats, str):
+        formats = [f for f in formats.split(",") if f.strip()]
+    out = tuple(dict.fromkeys(str(f).strip().lower() for f in formats))
+    if not out:
+        raise InputError(f"no figure format given (choose from {', '.join(FORMATS)})")
+    for f in out:
+        if f not in FORMATS:
+            raise InputError(f"figure format {f!r} unknown (choose from {', '.join(FORMATS)})")
+    return out
+
+
+#: what may be replaced at a figure's PDF path: a PDF document
+def _is_pdf(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with path.open("rb") as f:
+        return f.read(5) == b"%PDF-"
+
+
+PDF = Kind("PDF document", _is_pdf)
+
+
+def figure_kind(path: Path) -> Kind:
+    """The kind of a figure file by its suffix (PNG, SVG or PDF)."""
+    return PDF if Path(path).suffix.lower() == ".pdf" else image_kind(path)
+
+
 def save_figure(fig: Figure, out_dir: Path, stem: str, formats=("png", "svg")) -> list[Path]:
     """Render to memory, then write each format atomically."""
+    formats = check_formats(formats)
     paths = []
     # lay the figure out once, then keep that layout for every format
     fig.draw_without_rendering()
     fig.set_layout_engine("none")
     for fmt in formats:
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=130, metadata={"Date": None} if fmt == "svg" else None)
+        meta = {"Date": None} if fmt == "svg" else {"CreationDate": None} if fmt == "pdf" else None
+        fig.savefig(buf, format=fmt, dpi=130, metadata=meta)
         target = Path(out_dir) / f"{stem}.{fmt}"
         with atomic_path(target) as tmp:
             tmp.write_bytes(buf.getvalue())
@@ -587,18 +727,25 @@ def figures_to_draw(rows: list[dict], figures=None) -> list[int]:
 
 
 def plot_results(rows: list[dict], out_dir, figures=None, formats=("png", "svg"),
-                 progress: Progress = no_progress, realizations: int | None = None) -> dict[int, list[Path]]:
+                 progress: Progress = no_progress, realizations: int | None = None,
+                 config=None, title: bool = True) -> dict[int, list[Path]]:
     """Draw the supported figures (all of them, or those numbered in
     ``figures``, see :func:`figures_to_draw`) into ``out_dir``; returns
     figure number → files written. ``realizations``, the store's
-    realization count, gives the intervals of q; without it q's mean is
-    drawn alone."""
+    realization count, gives the intervals of q (and Figure 12's axis in
+    observations); without it q's mean is drawn alone. ``config`` (a path
+    or name, or a :class:`~colosim.figures.paper.Caption`) titles the
+    figures (:func:`~colosim.figures.paper.caption_for`: as the paper's
+    figure only for the paper's configs); ``title=False`` draws no titles;
+    ``formats``: any of png, svg, pdf."""
+    formats = check_formats(formats)
+    caption = config if isinstance(config, Caption) else caption_for(config, title=title)
     wanted = figures_to_draw(rows, figures)
     advance = progress("figures", len(wanted))
     out = {}
     for n in wanted:
         kind = FIGURES[n]
-        fig = kind.draw(rows, realizations)
+        fig = kind.draw(rows, realizations, caption)
         out[n] = save_figure(fig, Path(out_dir), kind.stem, formats)
         advance(1)
     return out
@@ -635,10 +782,22 @@ def sidecar_realizations(path) -> int | None:
 
 def figure_paths(out_dir, numbers, formats=("png", "svg")) -> list[Path]:
     """The files :func:`plot_results` writes for these figures."""
-    return [Path(out_dir) / f"{FIGURES[n].stem}.{fmt}" for n in numbers for fmt in formats]
+    return [Path(out_dir) / f"{FIGURES[n].stem}.{fmt}" for n in numbers for fmt in check_formats(formats)]
 
 
-def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, force: bool = False):
+def sidecar_caption(path, title: bool = True) -> Caption:
+    """The caption of the results table at ``path``: by the config its
+    sidecar names (:func:`~colosim.figures.paper.caption_for`), else by the
+    table's file name."""
+    from ..io.results import read_sidecar
+
+    meta, _ = read_sidecar(path)
+    config = meta.get("config") if isinstance(meta, dict) else None
+    return caption_for(config if isinstance(config, str) else None, results=path, title=title)
+
+
+def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, force: bool = False,
+              formats=("png", "svg"), title: bool = True):
     """Draw Figures 7–13 from the results table at ``path`` (all it
     supports, or those numbered in ``figures``); the intervals of q use the
     realization count of its sidecar (:func:`sidecar_realizations`).
@@ -650,19 +809,23 @@ def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, for
     anything is drawn or written; each figure file is locked while the run
     writes. Returns ``(written, skipped)``: figure number → files, and
     figure number → why it could not be drawn (for those not asked for by
-    number). An :class:`InputError`'s message has its control characters
+    number). ``formats``: any of png, svg, pdf; ``title=False``: no
+    titles. The figures are titled by the config the sidecar names (as the
+    paper's figures only for the paper's configs), else by the table's
+    file name. An :class:`InputError`'s message has its control characters
     escaped (it may quote the file)."""
     from ..errors import printable
 
     try:
-        return _plot_file(Path(path), out_dir, figures, progress, force)
+        return _plot_file(Path(path), out_dir, figures, progress, force, check_formats(formats), title)
     except InputError as exc:
         raise InputError(printable(exc)) from None
 
 
-def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool):
+def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool, formats, title: bool):
     rows = load_results(path)
     realizations = sidecar_realizations(path)
+    caption = sidecar_caption(path, title)
     support = supported_figures(rows)
     if figures is None and not any(why is None for why in support.values()):
         raise InputError(f"{path}: supports none of Figures 7-13 ("
@@ -670,15 +833,16 @@ def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool):
     wanted = figures_to_draw(rows, figures)
     inputs = [path, meta_path(path)]
     out_dir = claim_dir(out_dir, inputs=inputs)
-    targets = figure_paths(out_dir, wanted)
+    targets = figure_paths(out_dir, wanted, formats)
     for target in targets:
-        claim(target, kind=image_kind(target), inputs=inputs, force=force)
+        claim(target, kind=figure_kind(target), inputs=inputs, force=force)
     made = not out_dir.exists()
     try:
         with contextlib.ExitStack() as stack:
             for target in targets:
                 stack.enter_context(lock(target, can_wait=False))
-            written = plot_results(rows, out_dir, figures=wanted, progress=progress, realizations=realizations)
+            written = plot_results(rows, out_dir, figures=wanted, formats=formats, progress=progress,
+                                   realizations=realizations, config=caption)
     except BaseException:
         if made:  # a folder this run made and left empty
             with contextlib.suppress(OSError):
