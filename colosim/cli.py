@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -26,6 +26,12 @@ from .resources import MAX_REALIZATIONS, MAX_SEED, MAX_TASKS
 from .runner.backends import BACKENDS
 from .sources.ingest import MIN_RECORDS, ON_BAD_LINES
 from .sources.realize import SAMPLINGS
+
+#: The options that take one of fixed values (checked against their sources by the tests).
+Backend = Literal[BACKENDS]
+Sampling = Literal[SAMPLINGS]
+OnBadLines = Literal[ON_BAD_LINES]
+Scale = Literal["paper", "small", "tiny"]
 
 
 class _App(TyperGroup):
@@ -146,9 +152,30 @@ app = typer.Typer(
     help="SLO-aware colocation of data-center tasks: Monte Carlo bin packing "
     "with instantaneous CPU usage (Janus & Rzadca, SoCC 2017).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,  # plain help: wraps at the terminal's width, shows text as written
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"colosim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print colosim's version and exit."),
+) -> None:
+    """SLO-aware colocation of data-center tasks: Monte Carlo bin packing with instantaneous CPU usage
+    (Janus & Rzadca, SoCC 2017).
+
+    Start with `colosim configs list`, then `colosim sweep CONFIG.toml`.
+    """
 
 
 def _stderr_console():
@@ -160,66 +187,28 @@ def _stderr_console():
 
 @contextlib.contextmanager
 def _progress():
-    """The progress protocol (:mod:`colosim.progress`) drawn as rich bars on
-    stderr, all in one display closed when the command ends."""
-    from rich import filesize
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        ProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.text import Text
+    """The progress protocol (:mod:`colosim.progress`) drawn on stderr by
+    :class:`colosim.terminal.Display`: bars on a terminal, one line per
+    finished step otherwise; its ``log`` prints a line above the bars."""
+    from .terminal import Display
 
-    class Done(ProgressColumn):
-        """``n/total``, or sizes and a rate for bytes."""
-
-        def render(self, task):
-            if task.fields.get("unit") == "B":
-                rate = f" {filesize.decimal(int(task.speed))}/s" if task.speed else ""
-                return Text(f"{filesize.decimal(int(task.completed))}/{filesize.decimal(int(task.total or 0))}"
-                            + rate)
-            return Text(f"{int(task.completed)}/{int(task.total or 0)}")
-
-    bars = None
-
-    def start(description: str, total: int, unit: str = ""):
-        nonlocal bars
-        if bars is None:  # no display (not even an empty line) until a step starts
-            bars = Progress(TextColumn("{task.description}"), BarColumn(), Done(), TimeElapsedColumn(),
-                            TimeRemainingColumn(), console=_stderr_console(), transient=False)
-            bars.start()
-        task = bars.add_task(description, total=total, unit=unit)
-        return lambda n=1: bars.advance(task, n)
-
-    try:
-        yield start
-    except BaseException:
-        if bars is not None:  # an error or interruption is one line: the bars go
-            if bars.console.is_terminal:
-                bars.live.transient = True  # erased from the screen
-                bars.stop()
-            else:  # never drawn yet: the final drawing is dropped
-                bars.console.begin_capture()
-                bars.stop()
-                bars.console.end_capture()
-        raise
-    else:
-        if bars is not None:
-            bars.stop()
+    with Display() as display:
+        yield display
 
 
 @app.command()
 def sweep(
-    config: Path = typer.Argument(..., help="Sweep config (TOML): source, instances, grid."),
+    config: Path = typer.Argument(..., metavar="CONFIG", help="Sweep config (TOML): source, instances, grid. "
+                                  "Paths inside it are relative to its folder."),
     out: Optional[Path] = typer.Option(
-        None, "--out", "-o", help="Results CSV (default: [output] path, else results/CONFIG.csv)."
+        None, "--out", "-o", help="Results CSV (default: the config's [output] path, relative to the config's "
+        "folder; else results/CONFIG.csv in the working directory)."
     ),
     force: bool = typer.Option(False, "--force", help="Replace results of another config at --out."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table."),
-    backend: str = typer.Option(BACKENDS[0], "--backend", help="local (this process) or dask."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what the sweep would do (grid, store, kernels, "
+                                 "a rough time) and write nothing."),
+    backend: Backend = typer.Option(BACKENDS[0], "--backend", help="Run in this process, or on a Dask cluster."),
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="Dask scheduler address, e.g. tcp://HOST:8786 (default: a local cluster)."
     ),
@@ -231,12 +220,24 @@ def sweep(
 ) -> None:
     """Run every grid point of CONFIG on every instance and write a results CSV.
 
-    Prints a summary per grid point: means of m and q over instances with
-    their 95% intervals, also written to OUT.summary.csv. Finished instances are checkpointed; an interrupted sweep
-    resumes when the same command is run again.
+    Prints a summary per grid point: means of m and q over instances with their 95% intervals, also written to
+    OUT.summary.csv. Finished instances are checkpointed; an interrupted sweep resumes when the same command is
+    run again.
+
+    Examples:
+
+    \b
+        colosim configs copy quickstart && colosim sweep quickstart.toml
+        colosim sweep configs/clairvoyance.toml --dry-run
     """
     from .runner.sweep import sweep_file
 
+    if dry_run:
+        from .runner.dry_run import dry_run as plan_sweep
+
+        for line in plan_sweep(config, out=out).lines():
+            typer.echo(line)
+        return
     with _progress() as progress, parameters_as({"backend": "--backend", "scheduler": "--scheduler"}):
         result = sweep_file(config, out=out, force=force, progress=progress, backend=backend,
                             scheduler=scheduler, workers=workers, wait=wait)
@@ -262,17 +263,19 @@ def _print_summary(summary: list[dict]) -> None:
 
     varying = [k for k in GRID_KEYS if len({str(s[k]) for s in summary}) > 1] or ["estimator"]
     fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in GRID_KEYS if k not in varying]
-    title = "mean \\[95% interval] over instances" + (f"; {', '.join(fixed)}" if fixed else "")
+    title = ("mean \\[95% interval] over instances (docs/spec.md, \"Intervals\"); m: machines over the "
+             "lower bound (summed means); q: violation frequency, q_max: on the worst machine; resolution: the "
+             "smallest nonzero q" + (f"; {', '.join(fixed)}" if fixed else ""))
     table = Table(title=title, title_justify="left")
     for k in varying:
         table.add_column(k, justify="left" if isinstance(summary[0][k], str) else "right")
-    for name in ("n", "m_abs", "m", "q", "q resolution"):
+    for name in ("instances", "machines (m_abs)", "m (normalized)", "q", "q_max", "q resolution"):
         table.add_column(name, justify="right")
     for s in summary:
         table.add_row(
             *(_fmt_key(s[k]) for k in varying), str(s["instances"]),
             _with_interval(s, "m_abs", "{:.1f}"), _with_interval(s, "m", "{:.3f}"),
-            _with_interval(s, "q", "{:.2e}"), f"{s['q_resolution']:.1e}",
+            _with_interval(s, "q", "{:.2e}"), _with_interval(s, "q_max", "{:.2e}"), f"{s['q_resolution']:.1e}",
         )
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
@@ -351,7 +354,7 @@ def generate(
     realizations: int = typer.Option(10_000, "--realizations", "-r", min=2, max=MAX_REALIZATIONS,
                                      help="Realizations R per task."),
     seed: int = typer.Option(2017, "--seed", min=0, max=MAX_SEED, help="Seed of the population and of the draws."),
-    sampling: str = typer.Option(
+    sampling: Sampling = typer.Option(
         SAMPLINGS[0], "--sampling",
         help=(
             "independent (the paper: x and y drawn separately), paired (x and y from the same "
@@ -422,7 +425,7 @@ def ingest_google2011_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
     memory_limit: Optional[str] = typer.Option(
         None, "--memory-limit", help="DuckDB memory limit, e.g. 4GB; beyond it DuckDB spills to --tmp-dir."),
-    on_bad_lines: str = typer.Option(
+    on_bad_lines: OnBadLines = typer.Option(
         ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
     ),
     tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
@@ -453,7 +456,7 @@ def ingest_google2019_cmd(
             "(docs/spec.md §7, step 5)."
         ),
     ),
-    on_bad_lines: str = typer.Option(
+    on_bad_lines: OnBadLines = typer.Option(
         ON_BAD_LINES[0], "--on-bad-lines", help="error: stop at the first bad line; skip: drop and count."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
@@ -479,7 +482,7 @@ def realize_cmd(
                                      help="R: draws per task."),
     seed: int = typer.Option(..., "--seed", min=0, max=MAX_SEED,
                              help="Seed of the row selection and of the draws (docs/spec.md §8)."),
-    sampling: str = typer.Option(
+    sampling: Sampling = typer.Option(
         SAMPLINGS[0], "--sampling",
         help=(
             "independent (the paper), paired, or time-aligned (shared trace times; "
@@ -612,25 +615,80 @@ def plot(
 @app.command()
 def reproduce(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for results/, figures/ and REPORT.md."),
-    scale: str = typer.Option("paper", "--scale", help="paper (configs as written), small (N 3,000, R 2,000, "
-                              "10 instances of 200 tasks) or tiny (a smoke test)."),
-    configs: Path = typer.Option(Path("configs"), "--configs", help="Folder of sweep configs (*.toml)."),
+    scale: Scale = typer.Option("paper", "--scale", help="paper (configs as written), small (N 3,000, R 2,000, "
+                                "10 instances of 200 tasks) or tiny (a smoke test)."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="Folder of sweep configs (*.toml; default: "
+                                           "the paper's configs shipped with colosim, `colosim configs list`)."),
     force: bool = typer.Option(False, "--force", help="Replace results of another scale or config in --out."),
-    backend: str = typer.Option(BACKENDS[0], "--backend", help="local (this process) or dask, for every sweep."),
+    backend: Backend = typer.Option(BACKENDS[0], "--backend", help="Run every sweep in this process, or on a "
+                                    "Dask cluster."),
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a local cluster)."
     ),
     wait: bool = typer.Option(False, "--wait", help="If another run is writing --out, wait for it."),
 ) -> None:
-    """Run every config, draw Figures 7-13 and write REPORT.md with the paper's
-    Section 5 claims beside colosim's values, each marked holds or not (tolerances: docs/spec.md §12)."""
+    """Run every config, draw Figures 7-13 and write REPORT.md with the paper's Section 5 claims beside colosim's
+    values, each marked holds or not (tolerances: docs/spec.md §12). Works from any directory.
+
+    Examples:
+
+    \b
+        colosim reproduce --out repro --scale small     # about 10 minutes on 2 cores
+        colosim reproduce --out repro                   # paper scale
+    """
     from .runner.reproduce import reproduce as reproduce_all
+    from .shipped import configs_dir
 
     with _progress() as progress, parameters_as({"backend": "--backend", "scheduler": "--scheduler"}):
-        report = reproduce_all(out, scale=scale, configs_dir=configs, force=force, progress=progress,
-                               log=lambda msg: typer.echo(msg, err=True), backend=backend, scheduler=scheduler,
-                               wait=wait)
+        report = reproduce_all(out, scale=scale, configs_dir=configs if configs is not None else configs_dir(),
+                               force=force, progress=progress, log=progress.log, backend=backend,
+                               scheduler=scheduler, wait=wait)
     typer.echo(f"wrote {report}")
+
+
+# --------------------------------------------------------------- configs ---
+
+configs_app = typer.Typer(help="The configs shipped with colosim: the paper's experiments, newer studies, the "
+                          "quickstart.", no_args_is_help=True)
+app.add_typer(configs_app, name="configs")
+
+
+@configs_app.command("list")
+def configs_list() -> None:
+    """List the shipped configs with what each is.
+
+    Example:
+
+    \b
+        colosim configs list
+    """
+    from .shipped import configs_dir, describe, shipped
+
+    configs = shipped()
+    width = max(map(len, configs))
+    typer.echo(f"configs in {configs_dir()} (copy one with `colosim configs copy NAME`):")
+    for name, path in configs.items():
+        typer.echo(f"  {name:<{width}}  {describe(path)}")
+
+
+@configs_app.command("copy")
+def configs_copy(
+    name: str = typer.Argument(..., metavar="NAME", help="A name from `colosim configs list`, e.g. quickstart."),
+    dest: Optional[Path] = typer.Argument(None, metavar="[DEST]", help="File or folder to write to (default: "
+                                          "NAME.toml in the working directory)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing file at DEST."),
+) -> None:
+    """Copy a shipped config where it can be edited.
+
+    Examples:
+
+    \b
+        colosim configs copy quickstart
+        colosim configs copy beyond/fleet my-fleet.toml
+    """
+    from .shipped import copy
+
+    typer.echo(f"wrote {copy(name, dest, force=force)}")
 
 
 # ----------------------------------------------------------- synth-trace ---

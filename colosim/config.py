@@ -26,7 +26,8 @@ A config has three tables (and an optional fourth)::
     headroom = [1.0]
 
     [output]
-    path = "results/NAME.csv"         # relative to the working directory
+    path = "results/NAME.csv"         # relative to the config's folder (default:
+                                      # results/CONFIG.csv in the working directory)
 
 Any unknown key, wrong type, empty list, value listed twice or
 out-of-range value is an :class:`InputError` naming the key and the file.

@@ -133,7 +133,11 @@ def read_results(path) -> list[dict]:
 
 
 def default_output(config: SweepConfig) -> Path:
-    return Path(config.output) if config.output else Path("results") / f"{config.path.stem}.csv"
+    """``[output] path``, relative to the config's folder like every path of a
+    config; without it ``results/CONFIG.csv`` in the working directory."""
+    if config.output:
+        return config.path.parent / Path(config.output).expanduser()
+    return Path("results") / f"{config.path.stem}.csv"
 
 
 @contextlib.contextmanager

@@ -108,13 +108,22 @@ def input_identity(path: Path) -> str:
     return hashlib.sha256(json.dumps([str(path), listing]).encode()).hexdigest()[:16]
 
 
+def _derived_store_path(source, config_dir: Path, identity: str) -> Path:
+    """Where the store realized from a series or trace source is kept."""
+    if source.store is not None:
+        return _relative(source.store, config_dir)
+    return cache_dir() / (f"{source.kind}-{identity}-n{source.tasks}-r{source.realizations}"
+                          f"-s{source.seed}-{source.sampling}.h5")
+
+
+def _series_path(source, identity: str) -> Path:
+    """Where the series file ingested from a trace source is kept."""
+    return cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}.h5"
+
+
 def _derived_store(source, config_dir: Path, series_path: Path, identity: str, progress: Progress) -> Path:
     """The store realized from a series file (created when missing)."""
-    if source.store is not None:
-        out = _relative(source.store, config_dir)
-    else:
-        out = cache_dir() / (f"{source.kind}-{identity}-n{source.tasks}-r{source.realizations}"
-                             f"-s{source.seed}-{source.sampling}.h5")
+    out = _derived_store_path(source, config_dir, identity)
     if out.exists():
         want = {"tasks": source.tasks, "realizations": source.realizations, "seed": source.seed,
                 "sampling": source.sampling, "identity": identity}
@@ -130,7 +139,7 @@ def _derived_store(source, config_dir: Path, series_path: Path, identity: str, p
 
 def _ingested_series(source, trace: Path, identity: str, progress: Progress) -> Path:
     """The series file ingested from a trace folder (created when missing)."""
-    out = cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}.h5"
+    out = _series_path(source, identity)
     if not out.exists():
         if source.kind == "google2011":
             from .google2011 import ingest_google2011  # DuckDB is loaded only for a trace source
@@ -186,3 +195,27 @@ def _resolve(source, config_dir: Path, progress: Progress) -> Path:
     identity = input_identity(given)
     series = given if source.kind == "series" else _ingested_series(source, given, identity, progress)
     return _derived_store(source, config_dir, series, identity, progress)
+
+
+def planned_store(source, config_dir: Path) -> tuple[Path, bool, list[str]]:
+    """Where the store of a config's source is, or would be made, without
+    making anything: ``(path, exists, steps)``, ``steps`` being what a sweep
+    would do first to make it (ingest, realize)."""
+    config_dir = Path(config_dir)
+    if source.kind == "store":
+        p = _relative(source.path, config_dir)
+        if not p.exists():
+            raise InputError(f"{p}: store file not found (source.path)")
+        return p, True, []
+    if source.kind == "synthetic":
+        p = synthetic_store_path(source, config_dir)
+        return p, p.exists(), ([] if p.exists() else ["realize the built-in population"])
+    given = _relative(source.path, config_dir)
+    identity = input_identity(given)
+    p = _derived_store_path(source, config_dir, identity)
+    steps = []
+    if not p.exists():
+        if source.kind != "series" and not _series_path(source, identity).exists():
+            steps.append(f"ingest {given} ({source.kind})")
+        steps.append("realize the series into a store")
+    return p, p.exists(), steps
