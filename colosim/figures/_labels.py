@@ -60,6 +60,8 @@ def label_right(ax, items, fontsize: float = 7.0, pad: float = 1.2) -> list:
     probe = Text(0, 0, "Ag", fontsize=fontsize, figure=fig)
     height = probe.get_window_extent(r).height * pad / max(ax.get_window_extent(r).height, 1.0)
     to_axes = ax.transScale + ax.transLimits
+    # at one height, the point farther left gets the higher label: leader lines that do not cross
+    items = sorted(items, key=lambda it: (float(to_axes.transform((it[0], it[1]))[1]), -it[0]))
     wanted = [float(to_axes.transform((x, y))[1]) for x, y, _, _ in items]
     ys = repel(wanted, height, height / 2, 1 - height / 2)
     out = []
