@@ -151,6 +151,7 @@ app = typer.Typer(
     cls=_App,
     help="SLO-aware colocation of data-center tasks: Monte Carlo bin packing "
     "with instantaneous CPU usage (Janus & Rzadca, SoCC 2017).",
+    epilog="Start here: colosim configs copy quickstart && colosim sweep quickstart.toml",
     no_args_is_help=True,
     add_completion=True,
     rich_markup_mode=None,  # plain help: wraps at the terminal's width, shows text as written
@@ -171,11 +172,7 @@ def _options(
     version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
                                  help="Print colosim's version and exit."),
 ) -> None:
-    """SLO-aware colocation of data-center tasks: Monte Carlo bin packing with instantaneous CPU usage
-    (Janus & Rzadca, SoCC 2017).
-
-    Start with `colosim configs list`, then `colosim sweep CONFIG.toml`.
-    """
+    """colosim's options that belong to no command."""
 
 
 def _stderr_console():
@@ -313,6 +310,11 @@ def plan(
     checks the choice on the other half, and writes OUT/plan.csv (cheapest
     meeting family first) and OUT/frontier.png. Evaluations are kept in OUT
     and reused by later plans of the same config.
+
+    Example:
+
+    \b
+        colosim plan configs/plan/base_case.toml --slo 0.99 --out plans/slo99
     """
     from .runner.plan import answer, plan_file
 
@@ -365,7 +367,13 @@ def generate(
     daily_amplitude: float = typer.Option(0.0, "--daily-amplitude", help="Amplitude in [0, 1) of a daily pattern "
                                           "common to all tasks (docs/estimators.md); 0: none."),
 ) -> None:
-    """Realize N tasks of the built-in synthetic population into a store."""
+    """Realize N tasks of the built-in synthetic population into a store.
+
+    Example:
+
+    \b
+        colosim generate --out small.h5 --tasks 5000 --realizations 1000
+    """
     from .sources.resolve import generate_synthetic_store
 
     names = {"n_tasks": "--tasks", "n_realizations": "--realizations", "sampling": "--sampling",
@@ -431,7 +439,13 @@ def ingest_google2011_cmd(
     tmp_dir: Optional[Path] = typer.Option(None, "--tmp-dir", help="Folder for DuckDB's database and spill files."),
     force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
 ) -> None:
-    """Ingest the Google 2011 trace (task_events + task_usage) into a series file."""
+    """Ingest the Google 2011 trace (task_events + task_usage) into a series file.
+
+    Example:
+
+    \b
+        colosim ingest google2011 clusterdata-2011-2 --out google2011.h5
+    """
     from .sources.google2011 import ingest_google2011
 
     with _progress() as progress, parameters_as(_INGEST_NAMES):
@@ -461,7 +475,13 @@ def ingest_google2019_cmd(
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
 ) -> None:
-    """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5)."""
+    """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5).
+
+    Example:
+
+    \b
+        colosim ingest google2019 instance_usage/ --out google2019.h5
+    """
     from .sources.google2019 import ingest_google2019
 
     with _progress() as progress, parameters_as(_INGEST_NAMES):
@@ -492,7 +512,13 @@ def realize_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing store at --out (never the series)."),
 ) -> None:
-    """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8)."""
+    """Draw a realization store (x: instantaneous, y: average) from a series file (docs/spec.md §8).
+
+    Example:
+
+    \b
+        colosim realize google2011.h5 --out store.h5 -n 100000 -r 10000 --seed 1
+    """
     from .sources.realize import realize_file
 
     names = {"n_tasks": "--tasks", "n_realizations": "--realizations", "sampling": "--sampling",
@@ -511,7 +537,14 @@ def info(
         False, "--check-source", help="Also open the source file the provenance names and compare its checksum "
         "(by default provenance is only printed, never opened)."),
 ) -> None:
-    """Print a file's format, shape, seed and provenance, and verify it."""
+    """Print a file's format, shape, seed and provenance.
+
+    Examples:
+
+    \b
+        colosim info results/quickstart.csv.json
+        colosim info store.h5 --verify
+    """
     from .info import describe
 
     lines, problems = describe(file, verify, check_source=check_source)
@@ -574,7 +607,14 @@ def characterize(
     force: bool = typer.Option(False, "--force", help="Replace the files of an earlier characterization in --out."),
 ):
     """Characterize a trace as in the paper's Section 3 (docs/spec.md §9): Figs. 1-6,
-    Table 1, clusters and report.md with the paper's values beside."""
+    Table 1, clusters and report.md with the paper's values beside.
+
+    Examples:
+
+    \b
+        colosim characterize --synthetic 5000 --out char
+        colosim characterize google2011.h5 --out char --repetitions 10000
+    """
     from .analysis.characterize_report import run_characterization
 
     names = {"seed": "--seed", "repetitions": "--repetitions", "n_init": "--n-init", "store_tasks": "--store-tasks",
@@ -601,7 +641,14 @@ def plot(
         "the results support."),
     force: bool = typer.Option(False, "--force", help="Replace figures already in --out."),
 ) -> None:
-    """Draw the paper's Section 5 figures (7-13) that the results' grid supports."""
+    """Draw the paper's Section 5 figures (7-13) that the results' grid supports.
+
+    Examples:
+
+    \b
+        colosim plot results/baseline.csv --out figures
+        colosim plot results/capacity.csv --out figures --figure 11
+    """
     from .figures.results import FIGURES, plot_file
 
     with _progress() as progress:
@@ -633,8 +680,8 @@ def reproduce(
     Examples:
 
     \b
-        colosim reproduce --out repro --scale small     # about 10 minutes on 2 cores
-        colosim reproduce --out repro                   # paper scale
+        colosim reproduce --out repro --scale small
+        colosim reproduce --out repro
     """
     from .runner.reproduce import reproduce as reproduce_all
     from .shipped import configs_dir
@@ -701,7 +748,13 @@ def compare(
     force: bool = typer.Option(False, "--force", help="Replace an existing --out (never an input)."),
 ) -> None:
     """Did the change help? Per grid point, the mean over instances of the paired differences B - A
-    of m and q with their 95% intervals, and which table is better (lower) at 95%."""
+    of m and q with their 95% intervals, and which table is better (lower) at 95%.
+
+    Example:
+
+    \b
+        colosim compare results/before.csv results/after.csv --out diff.csv
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -743,7 +796,13 @@ def synth_trace_cmd(
     seed: int = typer.Option(..., "--seed", help="Seed of the population and of the planted tasks."),
 ) -> None:
     """Write a synthetic trace in the Google 2011 format (task_events + task_usage) with planted
-    failing, zero-usage and short tasks, incomplete records and averages above 1 (see planted.json)."""
+    failing, zero-usage and short tasks, incomplete records and averages above 1 (see planted.json).
+
+    Example:
+
+    \b
+        colosim synth-trace --out trace --tasks 2000 --days 3 --seed 1
+    """
     from .sources.trace_writer import write_synthetic_trace
 
     with _progress() as progress, parameters_as({"n_tasks": "--tasks", "days": "--days"}):

@@ -24,7 +24,7 @@ def configs_dir() -> Path:
     for folder in (here / "configs", here.parent / "configs"):
         if (folder / "clairvoyance.toml").is_file():
             return folder
-    raise InputError("the shipped configs were not found (a broken installation: reinstall colosim)")  # pragma: no cover
+    raise InputError("the shipped configs were not found (a broken installation: reinstall colosim)")
 
 
 def shipped() -> dict[str, Path]:

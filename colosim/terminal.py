@@ -90,7 +90,7 @@ class Display:
         """One line above the bars (or alone, without a terminal)."""
         from rich.markup import escape
 
-        self.console.print(escape(message), soft_wrap=True)
+        self.console.print(escape(message), soft_wrap=True, highlight=False)
 
     # -- steps
     def _bars(self):
