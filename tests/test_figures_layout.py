@@ -223,3 +223,25 @@ def test_figure6_median_visible():
     medians = [line for line in ax.lines if line.get_color() == "black" and line.get_linewidth() >= 2
                and len(line.get_xdata())]
     assert len(medians) >= 6 and all(m.get_zorder() > b.get_zorder() for m in medians for b in boxes)
+
+
+def test_plan_frontier_legend_is_plain():
+    from types import SimpleNamespace
+
+    from colosim.figures.plan import frontier_figure
+
+    def summary(q, m):
+        return {"q_mean": q, "q_ci_high": 1.5 * q, "m_abs_mean": m, "m_abs_ci_low": m - 1, "m_abs_ci_high": m + 1}
+
+    points = (("gpa", [(0.02, 30), (0.005, 34)], True), ("av", [(0.03, 29), (0.01, 33)], False))
+    families = [SimpleNamespace(family=f, tried=[(f"{f}:{k}", summary(q, m)) for k, (q, m) in enumerate(pts)],
+                                held_out=summary(*pts[-1]), chosen=SimpleNamespace(estimator=f"{f}:1", headroom=1.0),
+                                meets=meets)
+                for f, pts, meets in points]
+    result = SimpleNamespace(per_machine=False, tasks=1000, families=families, target=0.01, slo=0.01, training=5,
+                             held_out=5)
+    fig = frontier_figure(result)
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["gpa:1", "av:1 (misses)"]
+    assert not legend.findobj(LineCollection)
+    assert overlapping_texts(fig) == []

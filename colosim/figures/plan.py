@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import ScalarFormatter
 
 from .characterization import save_png
@@ -23,7 +24,7 @@ def frontier_figure(result) -> Figure:
     ax = fig.add_subplot()
     metric = "q_max" if result.per_machine else "q"
     per = 1000 / result.tasks
-    bounds = []
+    bounds, handles = [], []
     for f in result.families:
         color = FAMILY_COLORS.get(f.family, "0.3")
         tried = sorted(f.tried, key=lambda t: (t[1][metric + "_ci_high"], t[1]["m_abs_mean"]))
@@ -37,11 +38,14 @@ def frontier_figure(result) -> Figure:
                     fmt="o", ms=3.5, color=color, elinewidth=0.7, capsize=1.5)
         s = f.held_out
         hx, hy = s[metric + "_ci_high"], s["m_abs_mean"] * per
+        label = (f"{f.chosen.estimator}" + (f" h={f.chosen.headroom:g}" if f.family == "max" else "")
+                 + ("" if f.meets else " (misses)"))
         ax.errorbar([hx], [hy], yerr=[[hy - s["m_abs_ci_low"] * per], [s["m_abs_ci_high"] * per - hy]],
                     fmt="*", ms=13, color=color, mfc=color if f.meets else "white", mec=color, capsize=3,
-                    label=f"{f.chosen.estimator}"
-                          + (f" h={f.chosen.headroom:g}" if f.family == "max" else "")
-                          + ("" if f.meets else " (misses)"))
+                    label=label)
+        # the legend's glyph: the star alone, without the interval's bar and caps
+        handles.append(Line2D([], [], ls="none", marker="*", ms=11, color=color,
+                              mfc=color if f.meets else "white", mec=color, label=label))
         bounds.extend(x.tolist() + [hx])
     ax.axvline(result.target, color="black", ls="--", lw=1)
     ax.text(result.target, 0.98, f" target {result.target:.3g}", transform=ax.get_xaxis_transform(),
@@ -59,7 +63,8 @@ def frontier_figure(result) -> Figure:
     ax.set_title(f"Plan for SLO {result.slo:.10g}: training probes (dots, {result.training} instances), "
                  f"held-out choice (stars, {result.held_out})", fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper right", title="held-out choice (hollow: misses)", title_fontsize=7)
+    ax.legend(handles=handles, fontsize=7, loc="upper right", title="held-out choice (hollow: misses)",
+              title_fontsize=7)
     return fig
 
 
