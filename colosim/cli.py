@@ -635,10 +635,14 @@ def characterize(
 @app.command()
 def plot(
     results: Path = typer.Argument(..., help="Results CSV written by `colosim sweep`."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the figures (PNG and SVG)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the figures (PNG and SVG by default; see "
+                             "--format)."),
     figure: Optional[list[int]] = typer.Option(
         None, "--figure", "-f", help="Draw only this paper figure (7-13); repeatable. Default: every one "
         "the results support."),
+    formats: Optional[list[str]] = typer.Option(None, "--format", help="png, svg or pdf; repeatable or "
+                                                "comma-separated (default: png and svg)."),
+    no_title: bool = typer.Option(False, "--no-title", help="No titles (for a paper's own captions)."),
     force: bool = typer.Option(False, "--force", help="Replace figures already in --out."),
 ) -> None:
     """Draw the paper's Section 5 figures (7-13) that the results' grid supports.
@@ -647,12 +651,14 @@ def plot(
 
     \b
         colosim plot results/baseline.csv --out figures
-        colosim plot results/capacity.csv --out figures --figure 11
+        colosim plot results/capacity.csv --out figures --figure 11 --format pdf
     """
     from .figures.results import FIGURES, plot_file
 
     with _progress() as progress:
-        written, skipped = plot_file(results, out, figures=figure or None, progress=progress, force=force)
+        chosen = tuple(f.strip() for given in formats or () for f in given.split(","))
+        written, skipped = plot_file(results, out, figures=figure or None, progress=progress, force=force,
+                                     formats=chosen or ("png", "svg"), title=not no_title)
     for n, paths in written.items():
         typer.echo(f"Figure {n} ({FIGURES[n].title}): " + ", ".join(str(p) for p in paths))
     if skipped:

@@ -117,11 +117,18 @@ class ExperimentRun:
 
 def load_configs(configs_dir, scale: str) -> list[SweepConfig]:
     """Every ``*.toml`` of ``configs_dir`` (sorted by name), loaded, validated
-    and scaled before anything runs."""
+    and scaled before anything runs; of the shipped configs folder, the
+    paper's experiments (:data:`colosim.shipped.PAPER_CONFIGS`: not the
+    quickstart)."""
+    from ..shipped import PAPER_CONFIGS
+    from ..shipped import configs_dir as shipped_dir
+
     configs_dir = Path(configs_dir)
     if not configs_dir.is_dir():
         raise InputError(f"{configs_dir}: configs folder not found")
     paths = sorted(configs_dir.glob("*.toml"))
+    if configs_dir.resolve() == shipped_dir().resolve():
+        paths = [p for p in paths if p.stem in PAPER_CONFIGS]
     if not paths:
         raise InputError(f"{configs_dir}: no *.toml config in the folder")
     return [scale_config(load_config(p), scale) for p in paths]
@@ -193,7 +200,7 @@ def _reproduce(out_dir, configs, scale, force, progress, log, backend, scheduler
         figures = {n: [fig_dir / f"{FIGURES[n].stem}.{fmt}" for fmt in FORMATS] for n in figures_for}
         if res.computed or not _up_to_date([p for ps in figures.values() for p in ps], csv):
             figures = plot_results(rows, fig_dir, figures=figures_for, formats=FORMATS, progress=progress,
-                                   realizations=realizations)
+                                   realizations=realizations, config=cfg.path)
         seconds = time.perf_counter() - t0
         runs.append(ExperimentRun(name, cfg, csv, results, seconds, res.computed, figures))
         if log is not None:
