@@ -271,19 +271,21 @@ def _print_summary(summary: list[dict]) -> None:
     for s in summary:
         table.add_row(
             *(_fmt_key(s[k]) for k in varying), str(s["instances"]),
-            _with_interval(s, "m_abs", "{:.1f}"), _with_interval(s, "m", "{:.3f}"),
-            _with_interval(s, "q", "{:.2e}"), _with_interval(s, "q_max", "{:.2e}"), f"{s['q_resolution']:.1e}",
+            _with_interval(s, "m_abs", "{:.1f}"), _with_interval(s, "m", "{:.3f}", "{:.2f}"),
+            _with_interval(s, "q", "{:.2e}", "{:.1e}"), _with_interval(s, "q_max", "{:.2e}", "{:.1e}"),
+            f"{s['q_resolution']:.1e}",
         )
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
-def _with_interval(s: dict, metric: str, fmt: str) -> str:
-    """``mean [low, high]`` (the mean alone when there is no interval), with
-    rich markup escaped."""
+def _with_interval(s: dict, metric: str, fmt: str, bounds: str | None = None) -> str:
+    """``mean [low, high]`` (the mean alone when there is no interval; the
+    bounds in format ``bounds``, default ``fmt``), with rich markup escaped."""
     mean, low, high = s[metric + "_mean"], s[metric + "_ci_low"], s[metric + "_ci_high"]
     if low != low:  # NaN: fewer than two instances
         return fmt.format(mean)
-    return f"{fmt.format(mean)} \\[{fmt.format(low)}, {fmt.format(high)}]"
+    bounds = bounds or fmt
+    return f"{fmt.format(mean)} \\[{bounds.format(low)}, {bounds.format(high)}]"
 
 
 def _fmt_key(v) -> str:
