@@ -82,8 +82,8 @@ class Display:
                 self.bars.advance(step.task, n)
             if step.done >= step.total:
                 self._finish(step)
-        if step.total == 0:
-            self._finish(step)
+        if step.total == 0:  # nothing to do: no bar, no line
+            step.closed = True
         return advance
 
     def log(self, message: str) -> None:
