@@ -88,7 +88,6 @@ def estimate_seconds(points: int, instances: int, tasks: int, realizations: int)
 def dry_run(config_path, *, out=None) -> DryRun:
     """What ``sweep_file(config_path, out=out)`` would do; checks the config
     and the output exactly as a sweep does, writes nothing."""
-    from .._jit import uncompiled_kernels
     from ..terminal import COMPILE_SECONDS
 
     config = load_config(config_path)
@@ -115,3 +114,28 @@ def dry_run(config_path, *, out=None) -> DryRun:
                   tasks=config.instances.tasks, realizations=n_realizations, store=store, store_exists=exists,
                   store_steps=steps, store_bytes=nbytes, free_disk=shutil.disk_usage(folder).free,
                   uncompiled=uncompiled, seconds=seconds)
+
+
+def uncompiled_kernels() -> int | None:
+    """How many of colosim's kernels have no compiled code in Numba's cache
+    yet (each is compiled on its first call, then loaded from the cache);
+    ``None`` when Numba's cache cannot be inspected."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    from .. import kernels
+
+    missing = 0
+    try:
+        for info in pkgutil.iter_modules(kernels.__path__):
+            module = importlib.import_module(f"{kernels.__name__}.{info.name}")
+            for value in vars(module).values():
+                if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
+                    cache = getattr(value, "_cache", None)
+                    if cache is None or not cache._cache_file._load_index():
+                        missing += 1
+    except Exception:  # numba's cache layout is not public: an unknown answer, never an error
+        return None
+    return missing
