@@ -6,7 +6,7 @@ center tasks based on instantaneous processor requirements" (ACM SoCC 2017).
 """
 
 from ._version import __version__
-from .api import pack, run, violations
+from .api import pack, read_results, run, violations
 from .errors import InputError
 from .io import Series, Store, open_series, open_store
 from .model.estimators import ESTIMATORS
@@ -24,6 +24,7 @@ __all__ = [
     "open_series",
     "open_store",
     "pack",
+    "read_results",
     "run",
     "violations",
 ]

@@ -131,3 +131,21 @@ def _as_assignment(assign, n: int) -> np.ndarray:
         raise InputError(f"assign holds bin number {int(arr.max())}; the bins of {n} tasks are numbered "
                          f"0..m-1 with m <= {n}")
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def read_results(path):
+    """A results table (``colosim sweep``'s CSV, SPEC §5) as a pandas
+    DataFrame, every row checked as the CLI checks it: one row per instance
+    and grid point, the columns in schema order with their types (grid keys,
+    metrics, the interval of q, ``realizations``, ``evaluated``, then the
+    extra columns, ``None`` or empty where they do not apply). Needs pandas
+    (``pip install 'colosim[pandas]'``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("colosim.read_results returns a pandas DataFrame: install pandas "
+                          "(pip install 'colosim[pandas]')") from None
+    from .io.results import COLUMNS
+    from .runner.sweep import read_results as read_rows
+
+    return pd.DataFrame(read_rows(path), columns=list(COLUMNS))

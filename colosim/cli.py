@@ -533,8 +533,10 @@ def realize_cmd(
 
 @app.command()
 def info(
-    file: Path = typer.Argument(..., help="A store, series or results file."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Scan every value for NaN, infinite or negative."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A store, series file, results table, its sidecar "
+                                "(.csv.json) or summary (.summary.csv), or a characterize output."),
+    verify: bool = typer.Option(False, "--verify", help="Also scan every value for NaN, infinite or negative "
+                                "(reads the whole file: 8 GB for a paper-scale store)."),
     check_source: bool = typer.Option(
         False, "--check-source", help="Also open the source file the provenance names and compare its checksum "
         "(by default provenance is only printed, never opened)."),

@@ -146,6 +146,16 @@ class SweepConfig:
         keys = [k for k, _ in self.grid]
         return [GridPoint(**dict(zip(keys, combo))) for combo in itertools.product(*(v for _, v in self.grid))]
 
+    def effective(self) -> dict:
+        """The config as parsed and normalized (after any scaling), as data:
+        what a results sidecar records."""
+        return {
+            "source": dataclasses.asdict(self.source),
+            "instances": dataclasses.asdict(self.instances),
+            "grid": {k: [value_text(v) for v in values] for k, values in self.grid},
+            "output": self.output,
+        }
+
     def fingerprint(self) -> str:
         """SHA-256 of everything that determines the results (not the
         output path), in normalized form."""

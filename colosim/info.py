@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 
 from .errors import InputError, printable
-from .io.results import GRID_KEYS, read_results, read_sidecar, regular_fd
+from .io.results import GRID_KEYS, meta_path, read_results, read_sidecar, regular_fd
 from .io.series import open_series
 from .io.store import open_store
 from .model.grid import check_row
@@ -77,9 +77,10 @@ def _check_source(source, check_source: bool) -> tuple[list[str], list[str]]:
     return lines, [] if ok else [f"source {p} changed since the file was made (SHA-256 differs)"]
 
 
-def describe(path, verify: bool = True, *, check_source: bool = False) -> tuple[list[str], list[str]]:
+def describe(path, verify: bool = False, *, check_source: bool = False) -> tuple[list[str], list[str]]:
     """``(lines, problems)`` describing the file at ``path``, every
-    character that is not printable escaped. ``verify`` scans every value;
+    character that is not printable escaped. ``verify`` scans every value
+    (off by default: a paper-scale store is 8 GB);
     ``check_source`` compares a store's recorded source checksum with the
     file it names (never opened otherwise). A file that is not a colosim
     store, series or results table is an :class:`InputError` naming it."""
@@ -113,7 +114,7 @@ def _describe(path: Path, verify: bool, check_source: bool):
     except OSError as exc:
         raise InputError(f"{path}: a damaged or truncated HDF5 file ({_first_line(exc)})") from None
     if not hdf5:
-        return _describe_results(path, verify)
+        return _describe_text(path, verify)
     try:
         if fmt == "colosim-store":
             return _describe_store(path, verify, check_source)
@@ -165,7 +166,7 @@ def _series_lines(path: Path, s, verify: bool):
         f"tasks = {s.n_tasks}, records = {s.n_records}"
         + (f" (per task {lengths.min()} to {lengths.max()}, median {int(np.median(lengths))})" if s.n_tasks else ""),
         f"source: {json.dumps(s.attrs['source'], sort_keys=True)}",
-        f"filters: {json.dumps(s.attrs['filters'], sort_keys=True)}",
+        "filters:", *_nested_lines(s.attrs["filters"], "  "),
         f"made by colosim {s.attrs['colosim_version']}",
     ]
     problems = []
@@ -188,12 +189,7 @@ def _describe_results(path: Path, verify: bool):
     problems = []
     meta, problem = read_sidecar(path)
     if meta is not None:
-        store_attrs = meta.get("store_attrs")
-        seed = store_attrs.get("seed") if isinstance(store_attrs, dict) else None
-        lines.append(f"config: {meta.get('config')} (fingerprint {str(meta.get('fingerprint'))[:16]}…)")
-        lines.append(f"store: {meta.get('store')}, seed {seed}")
-        lines.append(f"made by colosim {meta.get('colosim_version')}, numpy {meta.get('numpy_version')}, "
-                     f"in {meta.get('elapsed_seconds')} s")
+        lines += _sidecar_lines(meta, brief=True)
         if verify and meta.get("rows") != len(rows):
             problems.append(f"{path} has {len(rows)} rows but its metadata records {meta.get('rows')!r}")
     elif problem is not None:
@@ -211,3 +207,113 @@ def _describe_results(path: Path, verify: bool):
                 continue
             break
     return lines, problems
+
+
+def _nested_lines(value, indent: str) -> list[str]:
+    """A JSON-like value as lines, one key per line (nested keys indented)."""
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            if isinstance(v, dict) and v:
+                out.append(f"{indent}{k}:")
+                out += _nested_lines(v, indent + "  ")
+            else:
+                out.append(f"{indent}{k}: {json.dumps(v, sort_keys=True, default=str)}")
+        return out
+    return [f"{indent}{json.dumps(value, sort_keys=True, default=str)}"]
+
+
+def _sidecar_lines(meta: dict, brief: bool = False) -> list[str]:
+    """What a results sidecar records: what made the results and how."""
+    config, store = meta.get("config"), meta.get("store")
+    path = config.get("path") if isinstance(config, dict) else config
+    store_path = store.get("path") if isinstance(store, dict) else store
+    attrs = meta.get("store_attrs")
+    seed = attrs.get("seed") if isinstance(attrs, dict) else None
+    versions = meta.get("versions")
+    if not isinstance(versions, dict):
+        versions = {"colosim": meta.get("colosim_version"), "numpy": meta.get("numpy_version")}
+    commit = meta.get("commit")
+    lines = [
+        f"config: {path} (fingerprint {str(meta.get('fingerprint'))[:16]}…)",
+        f"store: {store_path}, seed {seed}, R = {meta.get('realizations')}"
+        + (f" (fingerprint {str(store.get('fingerprint'))[:16]}…)" if isinstance(store, dict) else ""),
+        f"made by colosim {versions.get('colosim')}, in {meta.get('elapsed_seconds')} s",
+    ]
+    if meta.get("started"):
+        lines.append(f"ran: {meta.get('started')} to {meta.get('finished')} on {meta.get('host')}")
+    if meta.get("command"):
+        lines.append(f"command: {meta.get('command')}")
+    if brief:
+        return lines
+    lines.append("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    if isinstance(commit, dict):
+        lines.append(f"commit: {commit.get('id')}" + (" (with uncommitted changes)" if commit.get("dirty") else ""))
+    if isinstance(config, dict) and isinstance(config.get("parsed"), dict):
+        lines.append("effective config:")
+        lines += _nested_lines(config["parsed"], "  ")
+    lines.append(f"rows: {meta.get('rows')}, complete: {meta.get('complete')}, sha256 {str(meta.get('sha256'))[:16]}…")
+    return lines
+
+
+def _describe_text(path: Path, verify: bool):
+    """A text file colosim writes: a results table, its sidecar or summary,
+    or a characterization's tables and report."""
+    name = path.name
+    if name.endswith(".csv.json"):
+        results = path.with_name(name[: -len(".json")])
+        meta, problem = read_sidecar(results)
+        if meta is None:
+            raise InputError(problem or f"{path}: not a colosim results sidecar")
+        return [f"{path}: colosim results sidecar (of {results.name})", *_sidecar_lines(meta)], []
+    if name.endswith(".summary.csv"):
+        return _describe_summary(path)
+    if name.endswith(".csv"):
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            first = fh.readline().strip()
+        if first.startswith("instance,"):
+            return _describe_results(path, verify)
+        if (path.parent / "report.md").is_file():
+            return _describe_table(path, "colosim characterize table")
+    if name == "report.md":
+        lines = [f"{path}: colosim characterize report"]
+        lines += [f"  {line.lstrip('# ')}" for line in path.read_text(encoding="utf-8", errors="replace")
+                  .splitlines() if line.startswith("#")][:30]
+        return lines, []
+    if name.endswith(".csv"):
+        return _describe_results(path, verify)  # its own clear error when it is not a results table
+    raise InputError(f"{path}: not a store, series, results table, sidecar, summary or characterize output")
+
+
+def _describe_summary(path: Path):
+    import csv
+
+    from .analysis.summary import SUMMARY_COLUMNS
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or tuple(rows[0]) != SUMMARY_COLUMNS:
+        raise InputError(f"{path}: not a colosim results summary (unexpected header)")
+    body = [dict(zip(rows[0], r)) for r in rows[1:]]
+    lines = [f"{path}: colosim results summary, {len(body)} grid points"]
+    if body:
+        lines.append(f"instances per point: {', '.join(sorted({r['instances'] for r in body}))}")
+        for key in GRID_KEYS:
+            lines.append(f"  {key}: {', '.join(dict.fromkeys(r[key] for r in body))}")
+        lines.append("columns: " + ", ".join(rows[0][len(GRID_KEYS):]))
+    results = path.with_name(path.name[: -len(".summary.csv")])
+    if meta_path(results).exists():
+        meta, problem = read_sidecar(results)
+        if meta is not None:
+            lines += _sidecar_lines(meta, brief=True)
+    return lines, []
+
+
+def _describe_table(path: Path, kind: str):
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise InputError(f"{path}: an empty file, not a {kind}")
+    return [f"{path}: {kind}, {len(rows) - 1} rows", "columns: " + ", ".join(rows[0])], []

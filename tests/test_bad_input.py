@@ -65,12 +65,12 @@ def test_results_with_unpaired_fleet_columns_are_rejected(tmp_path, extra):
 
 
 def test_results_reader_puts_hand_written_specs_in_canonical_form(tmp_path):
-    from colosim.io.results import COLUMNS, EXTRA_COLUMNS, read_results
+    from colosim.io.results import COLUMNS, read_results
     from colosim.model.grid import check_row
 
     path = tmp_path / "r.csv"
-    path.write_text(",".join(COLUMNS + EXTRA_COLUMNS[1:]) + "\n"
+    path.write_text(",".join(COLUMNS) + "\n"
                     '0,GPA:0.010,best-fit,"1:0.5, 0.5:0.5",1.0,inst,true,1.0,3,2,1.5,0.1,0.2,0.01,0,0.05,0.2,'
-                    '2;1,0.1;0.1\n')
+                    '100,100,,2;1,0.1;0.1\n')
     (row,) = read_results(path, check_point=check_row)
     assert row["estimator"] == "gpa:0.01" and row["capacity"] == "1:0.5,0.5:0.5"

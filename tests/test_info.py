@@ -15,7 +15,9 @@ def test_info_on_a_store(small_store):
     res = runner.invoke(app, ["info", str(path)])
     assert res.exit_code == 0, res.output
     assert "colosim store" in res.output and "N = 120, realizations R = 400" in res.output
-    assert "all finite and >= 0" in res.output
+    assert "values:" not in res.output  # no scan unless asked
+    res = runner.invoke(app, ["info", str(path), "--verify"])
+    assert res.exit_code == 0 and "all finite and >= 0" in res.output
 
 
 def test_info_finds_a_negative_value_and_changes_nothing(small_store):
@@ -26,7 +28,8 @@ def test_info_finds_a_negative_value_and_changes_nothing(small_store):
         fh.seek(off + 4 * (400 * 7 + 3))
         fh.write(np.float32(-0.5).tobytes())
     before = path.read_bytes()
-    res = runner.invoke(app, ["info", str(path)])
+    assert runner.invoke(app, ["info", str(path)]).exit_code == 0  # not scanned by default
+    res = runner.invoke(app, ["info", str(path), "--verify"])
     assert res.exit_code == 2
     assert "y(7, 3) holds" in res.output and res.output.strip().splitlines()[-1].startswith("error: ")
     assert path.read_bytes() == before
@@ -45,6 +48,38 @@ def test_info_on_series_and_results(tmp_path, small_store, monkeypatch):
     assert runner.invoke(app, ["sweep", "c.toml", "--out", "r.csv", "-q"]).exit_code == 0
     res = runner.invoke(app, ["info", "r.csv"])
     assert res.exit_code == 0 and "4 rows" in res.output and "estimator: av:1, max" in res.output
+    assert "command:" in res.output and "ran: " in res.output
+    res = runner.invoke(app, ["info", "r.csv.json"])
+    assert res.exit_code == 0 and "colosim results sidecar (of r.csv)" in res.output
+    for words in ("versions: colosim", "numba", "h5py", "effective config:", "  grid:",
+                  '    estimator: ["av:1", "max"]', "store: store.h5"):
+        assert words in res.output, (words, res.output)
+    res = runner.invoke(app, ["info", "r.csv.summary.csv"])
+    assert res.exit_code == 0 and "colosim results summary, 2 grid points" in res.output
+    assert "q_max_mean" in res.output
+
+
+def test_info_on_a_characterization(tmp_path):
+    out = tmp_path / "char"
+    out.mkdir()
+    (out / "report.md").write_text("# Characterization\n\n## Table 1\ntext\n")
+    (out / "clusters.csv").write_text("cluster,share\n0,0.5\n1,0.5\n")
+    res = runner.invoke(app, ["info", str(out / "clusters.csv")])
+    assert res.exit_code == 0 and "colosim characterize table, 2 rows" in res.output and "cluster, share" in res.output
+    res = runner.invoke(app, ["info", str(out / "report.md")])
+    assert res.exit_code == 0 and "characterize report" in res.output and "Table 1" in res.output
+    (tmp_path / "x.csv.json").write_text("{}")
+    res = runner.invoke(app, ["info", str(tmp_path / "x.csv.json")])
+    assert res.exit_code == 2 and "x.csv.json" in res.output
+
+
+def test_series_filters_are_printed_one_per_line(tmp_path):
+    s = tmp_path / "s.h5"
+    filters = {f"step{i}": {"tasks": i, "records": 10 * i} for i in range(40)}
+    write_series(s, task_id=[[1, 0]], offsets=[0, 30], inst=np.full(30, 0.1), avg=np.full(30, 0.1),
+                 start_time=np.arange(30), source={"kind": "test"}, filters=filters)
+    res = runner.invoke(app, ["info", str(s)], terminal_width=100)
+    assert res.exit_code == 0 and "  step39:" in res.output and max(map(len, res.output.splitlines()[1:])) < 60
 
 
 def test_info_rejects_foreign_files(tmp_path):

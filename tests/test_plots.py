@@ -23,6 +23,7 @@ from colosim.figures.results import (
 )
 from colosim.io.results import COLUMNS
 from colosim.io.results import csv_text as rows_to_csv
+from colosim.model.grid import evaluation_columns
 
 runner = CliRunner()
 
@@ -36,7 +37,9 @@ def make_row(instance, estimator, q, m_abs=28, m_norm=28, algorithm="best-fit", 
     return dict(instance=instance, estimator=estimator, algorithm=algorithm, capacity=capacity,
                 clairvoyance=clairvoyance, data=data, rebalance=rebalance, headroom=headroom,
                 m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm, q=q, q_max=min(1.0, 2 * q),
-                severity=0.01 if q else 0.0, oversize=0, q_ci_low=0.8 * q, q_ci_high=min(1.0, 1.2 * q + 1e-5))
+                severity=0.01 if q else 0.0, oversize=0, q_ci_low=0.8 * q, q_ci_high=min(1.0, 1.2 * q + 1e-5),
+                realizations=1000, evaluated=evaluation_columns(clairvoyance, 1000), calibrated_rho=None,
+                m_abs_by_type=(), q_by_type=())
 
 
 def full_table(instances=3, seed=0):

@@ -207,6 +207,7 @@ clairvoyance = [0.5]
 
 def test_sweep_appends_rho_and_per_type_columns(tmp_path, small_store, monkeypatch):
     from colosim.io.results import EXTRA_COLUMNS
+    from colosim.model.grid import evaluation_columns
     from colosim.runner.sweep import read_results
 
     from .conftest import write_config
@@ -217,10 +218,12 @@ def test_sweep_appends_rho_and_per_type_columns(tmp_path, small_store, monkeypat
     res = invoke("sweep", "sweep.toml", "--out", "r.csv")
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(Path("r.csv").read_text().splitlines()))
-    assert tuple(rows[0]) == COLUMNS + EXTRA_COLUMNS
+    assert tuple(rows[0]) == COLUMNS and COLUMNS[-len(EXTRA_COLUMNS):] == EXTRA_COLUMNS  # every column, always
     assert len(rows) == 2 * 3 * 2 * 2
     typed = read_results("r.csv")
     for r, t in zip(rows, typed):
+        assert int(r["realizations"]) == x.shape[1]
+        assert int(r["evaluated"]) == evaluation_columns(t["clairvoyance"], x.shape[1]) < x.shape[1] + 1
         assert (r["calibrated_rho"] != "") == (r["estimator"] == "gpa-cal:0.01")
         assert (r["m_abs_by_type"] != "") == (r["capacity"] == "1:0.5,0.5:0.5")
         idx = instance_rows(5, t["instance"], 120, 40)

@@ -789,11 +789,10 @@ def sidecar_caption(path, title: bool = True) -> Caption:
     """The caption of the results table at ``path``: by the config its
     sidecar names (:func:`~colosim.figures.paper.caption_for`), else by the
     table's file name."""
-    from ..io.results import read_sidecar
+    from ..io.results import read_sidecar, sidecar_config_path
 
     meta, _ = read_sidecar(path)
-    config = meta.get("config") if isinstance(meta, dict) else None
-    return caption_for(config if isinstance(config, str) else None, results=path, title=title)
+    return caption_for(sidecar_config_path(meta), results=path, title=title)
 
 
 def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, force: bool = False,

@@ -4,8 +4,9 @@ sidecar metadata file with the fingerprint of what made the results.
 
 A results table has a header row and one row per instance × grid point:
 ``instance``, the grid keys (:data:`GRID_KEYS`, in this order), the metrics
-(:data:`METRICS`), the interval of q (:data:`INTERVALS`), then the extra columns (:data:`EXTRA_COLUMNS`) that some
-grid points report, when the grid has such a point. Beside ``NAME.csv``,
+(:data:`METRICS`), the interval of q (:data:`INTERVALS`), the sizes R and
+|E| (:data:`SIZES`), then the extra columns (:data:`EXTRA_COLUMNS`): every
+column in every table, empty in a row it does not apply to. Beside ``NAME.csv``,
 ``NAME.csv.json`` records the fingerprint, provenance and versions.
 """
 
@@ -24,14 +25,14 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, printable
 from .atomic import write_text_atomic
 from .outputs import csv_kind, json_kind
 
 RESULTS_FORMAT = "colosim-results"
 #: The version of the table's columns; a sweep's fingerprint includes it, so
 #: results of another version are never taken as up to date.
-RESULTS_SCHEMA = 2
+RESULTS_SCHEMA = 3
 
 #: The grid keys in column order (SPEC §5), each with its default: the one
 #: place they are declared. The defaults are the paper's base case.
@@ -62,7 +63,16 @@ INTERVALS = ("q_ci_low", "q_ci_high")
 #: (``;``-separated, in the fleet's order; empty for other rows).
 EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type")
 
-COLUMNS = ("instance", *GRID_KEYS, *METRICS, *INTERVALS)
+#: The store's R and the row's evaluation columns |E| (SPEC §2), after the
+#: intervals: what the row's q is a frequency over.
+SIZES = ("realizations", "evaluated")
+
+#: Every table has every column (schema 3): the extra columns are empty in
+#: the rows they do not apply to.
+COLUMNS = ("instance", *GRID_KEYS, *METRICS, *INTERVALS, *SIZES, *EXTRA_COLUMNS)
+
+#: The leading columns of the tables of earlier colosims (schemas 1 and 2).
+_EARLIER = {1: ("instance", *GRID_KEYS, *METRICS), 2: ("instance", *GRID_KEYS, *METRICS, *INTERVALS)}
 
 #: What ``--force`` may replace at a sweep's outputs (:mod:`colosim.io.outputs`):
 #: a results table, its sidecar, its summary.
@@ -70,17 +80,14 @@ RESULTS_KIND = csv_kind(",".join(COLUMNS[:3]) + ",", "colosim results table (CSV
 META_KIND = json_kind(RESULTS_FORMAT, "colosim results sidecar (JSON)")
 SUMMARY_KIND = csv_kind(",".join(GRID_KEYS) + ",instances,", "colosim results summary (CSV)")
 
-_INTS = ("instance", "m_abs", "m_norm", "oversize")
+_INTS = ("instance", "m_abs", "m_norm", "oversize", *SIZES)
 _FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS)
 _SPEC = re.compile(r"^\s*[A-Za-z][A-Za-z-]*\s*(:\s*\S+?\s*)?$")
 
 
-def header(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The header of a table with these extra columns (in schema order)."""
-    unknown = [c for c in extra if c not in EXTRA_COLUMNS]
-    if unknown:
-        raise ValueError(f"unknown extra columns {unknown}")
-    return COLUMNS + tuple(c for c in EXTRA_COLUMNS if c in extra)
+def header() -> tuple[str, ...]:
+    """The header of every results table: :data:`COLUMNS`."""
+    return COLUMNS
 
 
 def format_value(v) -> str:
@@ -133,16 +140,23 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
         with open(fd, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
             names = next(reader, None)
-            if names is not None and tuple(names) == COLUMNS[: -len(INTERVALS)]:
-                raise InputError(f"{path}: a results table of an earlier colosim (no q_ci_low, q_ci_high "
-                                 "columns); run its sweep again with --force")
-            if names is None or tuple(names[: len(COLUMNS)]) != COLUMNS:
-                raise InputError(f"{path}: not a colosim results table (unexpected header)")
-            extra = tuple(names[len(COLUMNS):])
-            paired = ("m_abs_by_type" in extra) == ("q_by_type" in extra)
-            if extra != tuple(c for c in EXTRA_COLUMNS if c in extra) or not paired:
-                raise InputError(f"{path}: not a colosim results table (unknown or misplaced columns "
-                                 f"{', '.join(extra)})")
+            if names is not None and tuple(names) != COLUMNS:
+                for schema, lead in sorted(_EARLIER.items(), reverse=True):
+                    rest = tuple(names[len(lead):])
+                    if tuple(names[: len(lead)]) == lead and set(rest) <= set(EXTRA_COLUMNS) | set(INTERVALS):
+                        raise InputError(f"{path}: a results table of an earlier colosim (schema {schema}, "
+                                         f"without the columns of schema {RESULTS_SCHEMA}: "
+                                         f"{', '.join(c for c in COLUMNS if c not in names)}); "
+                                         "run its sweep again with --force")
+            if names is None or tuple(names) != COLUMNS:
+                unknown = [c for c in names or () if c not in COLUMNS]
+                missing = [c for c in COLUMNS if c not in (names or ())]
+                what = "; ".join(part for part in (
+                    f"unknown columns {printable(', '.join(unknown))}" if unknown else "",
+                    f"missing {', '.join(missing)}" if missing and names else "",
+                    "columns out of order" if names and not unknown and not missing else "") if part)
+                raise InputError(f"{path}: not a colosim results table (unexpected header"
+                                 + (f": {what}" if what else "") + ")")
             out, seen = [], {}
             for line, values in enumerate(reader, start=2):
                 where = f"{path}: line {line}"
@@ -190,14 +204,11 @@ def _typed(rec: dict) -> dict:
     if rec["rebalance"] not in ("true", "false"):
         raise ValueError(rec["rebalance"])
     out["rebalance"] = rec["rebalance"] == "true"
-    if "calibrated_rho" in rec:
-        out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
-    if "m_abs_by_type" in rec:
-        text = rec["m_abs_by_type"]
-        out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
-    if "q_by_type" in rec:
-        text = rec["q_by_type"]
-        out["q_by_type"] = tuple(float(v) for v in text.split(";")) if text else ()
+    out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
+    text = rec["m_abs_by_type"]
+    out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
+    text = rec["q_by_type"]
+    out["q_by_type"] = tuple(float(v) for v in text.split(";")) if text else ()
     return out
 
 
@@ -220,16 +231,18 @@ def _row_problem(r: dict) -> str | None:
         return "m_abs and m_norm must be >= 1, instance >= 0"
     if r["severity"] < 0 or r["oversize"] < 0:
         return "severity and oversize must be >= 0"
+    if not 1 <= r["evaluated"] <= r["realizations"]:
+        return "evaluated must lie in [1, realizations]"
     rho = r.get("calibrated_rho")
     if rho is not None and not (math.isfinite(rho) and 0 < rho < 1):
         return "calibrated_rho must lie in (0, 1)"
-    if "q_by_type" in r:
-        if len(r["q_by_type"]) != len(r["m_abs_by_type"]):
-            return "m_abs_by_type and q_by_type differ in length"
-        if not all(math.isfinite(v) and 0 <= v <= 1 for v in r["q_by_type"]):
-            return "q_by_type values must lie in [0, 1]"
-        if r["m_abs_by_type"] and sum(r["m_abs_by_type"]) != r["m_abs"]:
-            return "m_abs_by_type does not add up to m_abs"
+    # the fleet columns (empty for a single capacity)
+    if len(r["q_by_type"]) != len(r["m_abs_by_type"]):
+        return "m_abs_by_type and q_by_type differ in length"
+    if not all(math.isfinite(v) and 0 <= v <= 1 for v in r["q_by_type"]):
+        return "q_by_type values must lie in [0, 1]"
+    if r["m_abs_by_type"] and sum(r["m_abs_by_type"]) != r["m_abs"]:
+        return "m_abs_by_type does not add up to m_abs"
     return None
 
 
@@ -361,3 +374,45 @@ def finished(results: Path, fingerprint_: str) -> bool:
     """Whether ``results`` holds the complete results of this fingerprint,
     matching the checksum its sidecar records."""
     return status(results, fingerprint_) == "finished"
+
+
+def sidecar_config_path(meta) -> str | None:
+    """The config file a sidecar names: ``config.path`` (schema 3), or the
+    ``config`` string of earlier sidecars; None when it names none."""
+    if not isinstance(meta, dict):
+        return None
+    config = meta.get("config")
+    if isinstance(config, dict):
+        config = config.get("path")
+    return config if isinstance(config, str) else None
+
+
+def provenance() -> dict:
+    """What ran: the command line, the host, the versions and, when colosim
+    runs from a git checkout, its commit (and whether the tree had
+    uncommitted changes). Never part of a fingerprint."""
+    import platform
+    import shlex
+    import socket
+    import subprocess
+    import sys
+
+    import h5py
+    import numba
+
+    from .._version import __version__
+
+    versions = {"colosim": __version__, "python": platform.python_version(), "numpy": np.__version__,
+                "numba": numba.__version__, "h5py": h5py.__version__}
+    commit = None
+    source = Path(__file__).resolve().parents[2]
+    if (source / ".git").exists():
+        try:
+            def git(*args):
+                return subprocess.run(["git", "-C", str(source), *args], capture_output=True, text=True,
+                                      timeout=5, check=True).stdout.strip()
+            commit = {"id": git("rev-parse", "HEAD"),
+                      "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    return {"command": shlex.join(sys.argv), "host": socket.gethostname(), "versions": versions, "commit": commit}

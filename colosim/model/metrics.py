@@ -41,10 +41,12 @@ class Metrics:
     q_by_type: tuple = ()
 
     def row(self, extra: tuple[str, ...] = ()) -> tuple:
-        """The metrics, then the ``extra`` columns, as the results table
-        holds them."""
-        return (tuple(getattr(self, k) for k in METRICS) + self.q_ci
-                + tuple(getattr(self, c) for c in extra))
+        """The metrics, the interval of q, then the ``extra`` columns."""
+        return tuple(getattr(self, k) for k in METRICS) + self.q_ci + self.extras(extra)
+
+    def extras(self, columns: tuple[str, ...]) -> tuple:
+        """The extra columns' values (None or () where they do not apply)."""
+        return tuple(getattr(self, c) for c in columns)
 
     @property
     def q_ci_low(self) -> float:

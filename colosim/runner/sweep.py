@@ -37,7 +37,7 @@ from ..io import checkpoints, outputs, results
 from ..io.atomic import atomic_path, write_text_atomic
 from ..io.results import GRID_KEYS, METRICS
 from ..io.store import Store, open_store
-from ..model.grid import GridPoint, check_row, extra_columns, observation_split
+from ..model.grid import GridPoint, check_row, evaluation_columns, extra_columns, observation_split
 from ..progress import Progress, no_progress
 from ..resources import check_memory
 from ..sources.resolve import resolve_store, source_inputs
@@ -81,11 +81,13 @@ def _points(config: SweepConfig) -> tuple[list[GridPoint], tuple[str, ...]]:
 
 def instance_results(config: SweepConfig, store: Store, k: int) -> list[tuple]:
     """The results rows of instance k: every grid point, in product order."""
-    points, extra = _points(config)
+    points, _ = _points(config)
     index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
     x = store.rows(index, "x")
     y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
-    return [(k, *p.keys(), *met.row(extra)) for p, met in zip(points, instance_metrics(x, y, points))]
+    r = store.n_realizations
+    return [(k, *p.keys(), *met.row(), r, evaluation_columns(p.clairvoyance, r), *met.extras(results.EXTRA_COLUMNS))
+            for p, met in zip(points, instance_metrics(x, y, points))]
 
 
 @functools.lru_cache(maxsize=4)
@@ -101,7 +103,7 @@ def compute_instance(config: SweepConfig, store_path, k: int) -> list[tuple]:
 
 def columns(config: SweepConfig) -> tuple[str, ...]:
     """The header of a config's results."""
-    return results.header(_points(config)[1])
+    return results.header()
 
 
 def check_against_store(config: SweepConfig, store: Store) -> None:
@@ -118,11 +120,26 @@ def check_against_store(config: SweepConfig, store: Store) -> None:
             raise InputError(f"{config.path}: grid.{exc}") from None
 
 
+def _now() -> str:
+    """The time now, ISO 8601 in UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _store_identity(store: Store) -> dict:
+    return {"shape": list(store.x.shape), "attrs": {k: v for k, v in store.attrs.items() if k != "colosim_version"}}
+
+
+def store_fingerprint(store: Store) -> str:
+    """SHA-256 of the store's identity: shape, seed, sampling, source with its checksum."""
+    return results.fingerprint(_store_identity(store))
+
+
 def fingerprint(config: SweepConfig, store: Store) -> str:
     """What determines the results: the config (not its output path) and the
     store's identity (shape, seed, sampling, source with its checksum)."""
-    identity = {"shape": list(store.x.shape),
-                "attrs": {k: v for k, v in store.attrs.items() if k != "colosim_version"}}
+    identity = _store_identity(store)
     return results.fingerprint({"config": config.fingerprint(), "store": identity,
                                 "results_schema": results.RESULTS_SCHEMA})
 
@@ -260,6 +277,7 @@ def _sweep(config, store, out, fp, force, progress, backend, scheduler, workers)
     if total > len(todo):
         advance(total - len(todo))
     t0 = time.perf_counter()
+    started = _now()
     done = total - len(todo)
 
     def finish(k, rows):
@@ -303,13 +321,16 @@ def _sweep(config, store, out, fp, force, progress, backend, scheduler, workers)
                              f"({str(exc).removeprefix(str(tmp) + ': ')})") from None
         digest = results.sha256_text_file(tmp)
     results.write_meta(out, {
+        **results.provenance(),
+        "started": started,
+        "finished": _now(),
         "complete": True,
-        "config": str(config.path),
+        "config": {"path": str(config.path), "fingerprint": config.fingerprint(), "parsed": config.effective()},
         "config_schema": CONFIG_SCHEMA,
         "config_fingerprint": config.fingerprint(),
         "results_schema": results.RESULTS_SCHEMA,
         "fingerprint": fp,
-        "store": str(store.path),
+        "store": {"path": str(store.path), "fingerprint": store_fingerprint(store)},
         "store_attrs": store.attrs,
         "rows": len(rows),
         "sha256": digest,
