@@ -19,6 +19,7 @@ def test_the_quickstart_notebook_runs(tmp_path, monkeypatch):
         exec(compile("".join(cell["source"]), f"{NOTEBOOK.name}[cell {i}]", "exec"), namespace)
     work = tmp_path / "colosim-quickstart"
     assert (work / "store.h5").is_file() and (work / "sweep.csv").is_file()
-    assert (work / "plan" / "plan.csv").is_file() and (work / "frontier.png").stat().st_size > 10_000
+    assert (work / "plan" / "plan.csv").is_file() and (work / "plan" / "frontier.png").stat().st_size > 10_000
+    assert (work / "figures" / "fig08_m_vs_q_gpa_av_perc.png").stat().st_size > 10_000
     assert len(namespace["sweep"].summary) == 6 and namespace["result"].families
     assert all(cell["outputs"] == [] and cell["execution_count"] is None for cell in cells)  # stored clean
