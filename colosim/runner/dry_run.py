@@ -6,8 +6,9 @@ The time is a rough estimate from this project's benchmarks on a 2-core
 machine (README, "Performance"): an instance of 1,000 tasks at R = 10,000
 on the 4,480 points of the full paper grid takes about 1.9 s, and the time
 grows as (grid points)^0.66, tasks^1.08 and R^0.74 (the growth benchmark's
-fits), plus about 0.02 s per instance of fixed cost; a store is written at
-about 235 MB/s; the first run compiles the kernels.
+fits), plus about 0.02 s per instance of fixed cost, plus reading the
+instances' rows from disk; a store is written at about 235 MB/s and read
+back at least as fast; the first run compiles the kernels.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from ..config import load_config
 from ..resources import _human
 from ..sources.resolve import planned_store, source_inputs
+from ..terminal import COMPILE_SECONDS
 from .sweep import claim_outputs, default_output
 
 #: The growth benchmark's fits (README, "Performance"), on 2 cores.
@@ -27,6 +29,7 @@ _POINTS, _TASKS, _R = 4480, 1000, 10_000
 _EXPONENTS = {"points": 0.66, "tasks": 1.08, "realizations": 0.74}
 _FIXED_SECONDS = 0.02  # per instance, measured on the quickstart
 _WRITE_BYTES_PER_S = 235e6
+_READ_BYTES_PER_S = 235e6  # the same disk, read back (a lower bound on its speed)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ class DryRun:
             f"store: {self.store} ({self.realizations:,} realizations per task), {store}",
             f"kernels: {kernels}",
             f"results: {self.out}",
-            f"estimated time: about {_duration(self.seconds)} on 2 cores (rough: from the benchmarks' growth fits)",
+            f"estimated time: about {_duration(self.seconds)} on 2 cores (rough: from the benchmarks' growth fits)"
+            + (f", plus up to {COMPILE_SECONDS} s if the sweep needs kernels not yet compiled"
+               if self.uncompiled else ""),
             "nothing was written (--dry-run)",
         ]
 
@@ -88,8 +93,6 @@ def estimate_seconds(points: int, instances: int, tasks: int, realizations: int)
 def dry_run(config_path, *, out=None) -> DryRun:
     """What ``sweep_file(config_path, out=out)`` would do; checks the config
     and the output exactly as a sweep does, writes nothing."""
-    from ..terminal import COMPILE_SECONDS
-
     config = load_config(config_path)
     out = Path(out) if out is not None else default_output(config)
     claim_outputs(out, [config.path, *source_inputs(config.source, config.path.parent)])
@@ -106,10 +109,11 @@ def dry_run(config_path, *, out=None) -> DryRun:
         folder = folder.parent
     uncompiled = uncompiled_kernels()
     seconds = estimate_seconds(len(config.points), config.instances.count, config.instances.tasks, n_realizations)
+    # reading each instance's rows from disk (less when the store is in the page cache)
+    avg = any(p.data == "avg" for p in config.points)
+    seconds += config.instances.count * config.instances.tasks * n_realizations * 4 * (1 + avg) / _READ_BYTES_PER_S
     if not exists:
         seconds += nbytes / _WRITE_BYTES_PER_S
-    if uncompiled:
-        seconds += COMPILE_SECONDS
     return DryRun(config=config.path, out=out, points=len(config.points), instances=config.instances.count,
                   tasks=config.instances.tasks, realizations=n_realizations, store=store, store_exists=exists,
                   store_steps=steps, store_bytes=nbytes, free_disk=shutil.disk_usage(folder).free,
