@@ -41,8 +41,26 @@ def as_usage_matrix(name: str, value) -> np.ndarray:
     return arr
 
 
+def _memory_point(point: GridPoint, memory, like: np.ndarray, name: str):
+    """The validated memory matrix of a point (None for CPU alone):
+    memory usage exactly when the point packs memory, shaped like ``like``."""
+    if memory is None:
+        if point.memory:
+            raise InputError("memory_capacity (or machine shapes in capacity) needs memory: pass memory=MEM, "
+                             f"the tasks' memory usage shaped like {name}")
+        return None
+    memory = as_usage_matrix("memory", memory)
+    if memory.shape != like.shape:
+        raise InputError(f"memory has shape {memory.shape} but {name} has shape {like.shape}")
+    if not point.memory:
+        raise InputError("memory is given but no memory capacity: pass memory_capacity=CM "
+                         "(or machine shapes CPUxMEMORY:SHARE as capacity)")
+    return memory
+
+
 def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm: str = "best-fit",
-         rebalance: bool = True, headroom: float = 1.0) -> np.ndarray:
+         rebalance: bool = True, headroom: float = 1.0, *, memory=None, memory_capacity: float | None = None,
+         memory_estimator: str = "max", fit_rule: str = "cpu") -> np.ndarray:
     """Pack tasks into bins from their observed usage.
 
     Parameters
@@ -60,6 +78,15 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     algorithm : {"first-fit", "best-fit", "first-fit-decreasing", "best-fit-decreasing"}
     rebalance : bool
         Run the rebalancing pass after the online pass.
+    memory : array_like, shape (n, k), optional
+        Observed memory usage, packed too when ``memory_capacity`` (or a
+        fleet of machine shapes) is given (docs/memory.md).
+    memory_capacity : float, optional
+        Each machine's memory capacity (no headroom).
+    memory_estimator : str
+        The estimator of memory's size (default ``max``: no overcommit).
+    fit_rule : {"cpu", "l2", "dot"}
+        Best Fit's score across the two resources.
 
     Returns
     -------
@@ -67,8 +94,10 @@ def pack(observed, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
         Each task's bin, bins numbered 0..m-1 in opening order.
     """
     observed = as_usage_matrix("observed", observed)
-    point = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom)
-    return pack_observed(observed, point)
+    point = GridPoint.make(estimator, algorithm, capacity, 1.0, "inst", rebalance, headroom, fit_rule,
+                           memory_capacity, memory_estimator)
+    memory = _memory_point(point, memory, observed, "observed")
+    return pack_observed(observed, point, memory)
 
 
 def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndarray]:
@@ -91,7 +120,8 @@ def violations(evaluated, assign, capacity: float = 1.0) -> tuple[float, np.ndar
 
 def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm: str = "best-fit",
         clairvoyance: float = 1.0, data: str = "inst", rebalance: bool = True,
-        headroom: float = 1.0) -> Metrics:
+        headroom: float = 1.0, *, memory=None, memory_capacity: float | None = None,
+        memory_estimator: str = "max", fit_rule: str = "cpu") -> Metrics:
     """Pack one instance from its observation columns and evaluate it on its
     evaluation columns (SPEC §2–5).
 
@@ -100,12 +130,18 @@ def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
     x, y : array_like, shape (n, R)
         Instantaneous and average realizations (``y`` may be None when
         ``data = "inst"``).
+    memory : array_like, shape (n, R), optional
+        Memory realizations, packed and judged too when ``memory_capacity``
+        (or a fleet of machine shapes) is given (docs/memory.md).
+    memory_capacity, memory_estimator, fit_rule
+        As in :func:`pack`.
 
     Returns
     -------
     Metrics
         ``m_abs``, ``m_norm``, ``m``, ``q``, ``q_max``, ``severity``,
-        ``oversize``, ``assign`` (and ``counts`` = q_j, ``bin_type``, ...).
+        ``oversize``, ``assign`` (and ``counts`` = q_j, ``bin_type``, ...);
+        with memory also ``q_memory``, ``q_memory_max``, ``memory_bound``.
     """
     x = as_usage_matrix("x", x)
     if y is not None:
@@ -114,8 +150,10 @@ def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
             raise InputError(f"y has shape {y.shape} but x has shape {x.shape}")
     elif data == "avg":
         raise InputError("data = 'avg' needs y")
-    point = GridPoint.make(estimator, algorithm, capacity, clairvoyance, data, rebalance, headroom)
-    return instance_metrics(x, y, [point])[0]
+    point = GridPoint.make(estimator, algorithm, capacity, clairvoyance, data, rebalance, headroom, fit_rule,
+                           memory_capacity, memory_estimator)
+    memory = _memory_point(point, memory, x, "x")
+    return instance_metrics(x, y, [point], memory=memory)[0]
 
 
 def _as_assignment(assign, n: int) -> np.ndarray:

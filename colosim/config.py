@@ -10,6 +10,7 @@ A config has three tables (and an optional fourth)::
     seed = 2017
     sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/estimators.md)
     daily_amplitude = 0.0       # optional common daily pattern (docs/estimators.md)
+    memory = false              # realize memory too (set by itself when the grid packs memory)
 
     [instances]   # SPEC §6
     count = 50
@@ -19,11 +20,15 @@ A config has three tables (and an optional fourth)::
     [grid]        # every key takes a non-empty list; missing keys take the default
     estimator = ["gpa:0.01", "av:1"]
     algorithm = ["best-fit"]          # first-fit, best-fit, *-decreasing
-    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/estimators.md)
+    capacity = [1.0]                  # or fleets "C:SHARE,..." (docs/estimators.md),
+                                      # machine shapes "CxM:SHARE,..." (docs/memory.md)
     clairvoyance = [1.0]
     data = ["inst"]                   # inst, avg
     rebalance = [true]
     headroom = [1.0]
+    memory_capacity = [0.5]           # optional: pack memory too (docs/memory.md)
+    memory_estimator = ["max"]        # memory's estimator (default max)
+    fit_rule = ["cpu"]                # Best Fit across both: cpu, l2, dot
 
     [output]
     path = "results/NAME.csv"         # relative to the config's folder (default:
@@ -52,6 +57,7 @@ else:  # pragma: no cover
 
 from .errors import InputError
 from .io.results import GRID_KEYS, fingerprint
+from .model.fleet import Fleet
 from .model.grid import GridPoint, normalize, value_text
 from .resources import MAX_INSTANCES, MAX_REALIZATIONS, MAX_SEED, MAX_TASKS
 from .sources.ingest import MIN_RECORDS
@@ -82,6 +88,9 @@ class _RealizedSource:
     seed: int
     sampling: str = SAMPLINGS[0]
     store: str | None = None
+    #: realize memory beside CPU (docs/memory.md); set by itself when a grid
+    #: point packs memory
+    memory: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,6 +217,8 @@ def parse_config(raw: dict, path: Path, *, grid_required: bool = True) -> SweepC
         seed=_int(inst, "seed", path, "instances.", minimum=0, maximum=MAX_SEED),
     )
     grid = _grid(raw["grid"], path)
+    if packs_memory(grid) and hasattr(source, "memory") and not source.memory:
+        source = dataclasses.replace(source, memory=True)
     output = None
     if "output" in raw:
         if not isinstance(raw["output"], dict):
@@ -227,6 +238,7 @@ def parse_config(raw: dict, path: Path, *, grid_required: bool = True) -> SweepC
 _GRID_TYPES = {
     "estimator": (str,), "algorithm": (str,), "data": (str,), "rebalance": (bool,),
     "capacity": (int, float, str), "clairvoyance": (int, float), "headroom": (int, float),
+    "fit_rule": (str,), "memory_capacity": (int, float), "memory_estimator": (str,),
 }
 
 
@@ -242,6 +254,9 @@ def _grid(table: dict, path: Path) -> tuple[tuple[str, tuple], ...]:
         normalized = []
         for v in values:
             expected = _GRID_TYPES[key]
+            if v is None and key not in table:  # a default that is no value (memory_capacity)
+                normalized.append(None)
+                continue
             if (isinstance(v, bool) and bool not in expected) or not isinstance(v, expected):
                 names = " or ".join(dict.fromkeys(
                     "number" if t in (int, float) else {str: "string", bool: "boolean"}[t] for t in expected))
@@ -254,7 +269,20 @@ def _grid(table: dict, path: Path) -> tuple[tuple[str, tuple], ...]:
                 raise InputError(f"{path}: grid.{key} lists {value_text(value)!r} twice")
             normalized.append(value)
         grid.append((key, tuple(normalized)))
+    values = dict(grid)
+    shaped = [c.spec for c in values["capacity"] if isinstance(c, Fleet) and c.memories is not None]
+    given = [m for m in values["memory_capacity"] if m is not None]
+    if shaped and given:
+        raise InputError(f"{path}: grid.memory_capacity {given[0]!r} with the machine shapes {shaped[0]!r} in "
+                         "grid.capacity: give memory either in the shapes or as memory_capacity")
     return tuple(grid)
+
+
+def packs_memory(grid) -> bool:
+    """Whether a grid point packs memory (docs/memory.md)."""
+    values = dict(grid)
+    return any(m is not None for m in values["memory_capacity"]) or any(
+        isinstance(c, Fleet) and c.memories is not None for c in values["capacity"])
 
 
 def _source(src: dict, path: Path) -> Source:
@@ -279,6 +307,10 @@ def _source(src: dict, path: Path) -> Source:
             if src[name] not in SAMPLINGS:
                 raise InputError(f"{path}: source.sampling must be "
                                  f"{', '.join(repr(s) for s in SAMPLINGS)}, not {src[name]!r}")
+            values[name] = src[name]
+        elif name == "memory":
+            if not isinstance(src[name], bool):
+                raise InputError(f"{path}: source.memory must be true or false, not {src[name]!r}")
             values[name] = src[name]
         elif name == "daily_amplitude":
             v = src[name]

@@ -34,6 +34,7 @@ from .kernels.evaluate import count_violations
 from .kernels.packing import pack_many
 from .kernels.stats import row_maxima, row_means
 from .kernels.tiles import TILE, column_tiles
+from .kernels.two_resource import pack_two
 from .kernels.vector_packing import GAUSS, pack_vector
 from .model.estimators import SCALAR, TaskStatistics, compute_statistics
 from .model.grid import GridPoint, observation_split
@@ -58,6 +59,8 @@ class Packing:
     bin_type: np.ndarray
     standalone: np.ndarray
     calibrated_rho: float | None = None
+    standalone_m: np.ndarray | None = None  # memory's standalone loads (two resources)
+    fills: np.ndarray | None = None  # (n_bins, 2): each bin's CPU and memory load over its capacity
 
 
 class Observations:
@@ -153,9 +156,33 @@ def _pack_vector(p: GridPoint, V, kind, params) -> Packing:
     return Packing(assign, int(n_bins), int(moves), bin_type, standalone)
 
 
-def _pack_gaussian(p: GridPoint, a, b, z: float) -> Packing:
+def _pack_two(p: GridPoint, V, kind, params, memory_state) -> Packing:
+    """One point packed on CPU (states ``V``) and memory (``memory_state``,
+    the memory estimator's ``(W, kind, params)``) together (docs/memory.md)."""
+    caps, shares = p.machine_types()
+    W, kind_m, params_m = memory_state
+    assign, n_bins, moves, bin_type, standalone, standalone_m, fills = pack_two(
+        V, kind, params, W, kind_m, params_m, p.headroom * np.array(caps), np.array(p.machine_memories()),
+        np.array(shares), p.algorithm_code, p.rebalance, p.fit_rule_code)
+    return Packing(assign, int(n_bins), int(moves), bin_type, standalone, standalone_m=standalone_m, fills=fills)
+
+
+def memory_state(p: GridPoint, mobs: "Observations"):
+    """``(W, kind, params)`` of the point's memory estimator on the memory
+    observation columns: a scalar item form as GAUSS states."""
+    est = p.memory_estimator
+    if est.kind.form == SCALAR:
+        a, b = _items(est, "inst", p.clairvoyance, mobs)
+        return np.ascontiguousarray(np.stack([a, b], axis=1)), GAUSS, np.array([est.z])
+    return est.state(mobs.columns("inst", p.clairvoyance), min(p.machine_memories()))
+
+
+def _pack_gaussian(p: GridPoint, a, b, z: float, mstate=None) -> Packing:
     """One point with items (a, b) and this z, by the kernel its capacity
-    needs."""
+    needs (with memory: the two-resource kernel, memory's states
+    ``mstate``)."""
+    if mstate is not None:
+        return _pack_two(p, np.ascontiguousarray(np.stack([a, b], axis=1)), GAUSS, np.array([z]), mstate)
     if p.fleet:
         return _pack_vector(p, np.ascontiguousarray(np.stack([a, b], axis=1)), GAUSS, np.array([z]))
     one = np.zeros(1, dtype=np.int64)
@@ -166,7 +193,7 @@ def _pack_gaussian(p: GridPoint, a, b, z: float) -> Packing:
                    a + z * np.sqrt(b))
 
 
-def _calibrate(p: GridPoint, obs: Observations) -> Packing:
+def _calibrate(p: GridPoint, obs: Observations, mstate=None) -> Packing:
     """The packing at the largest rho found by bisection whose packing has a
     violation frequency on the observation columns of at most the point's
     target (docs/estimators.md).
@@ -185,7 +212,7 @@ def _calibrate(p: GridPoint, obs: Observations) -> Packing:
     z_of = p.estimator.kind.calibrated
 
     def attempt(rho):
-        packing = _pack_gaussian(p, a, b, z_of(rho))
+        packing = _pack_gaussian(p, a, b, z_of(rho), mstate)
         packing.calibrated_rho = rho
         (counts,), _, _ = evaluate(layout, [packing.assign], [bin_capacities(p, packing)], [0])
         return int(counts.sum()) / (packing.n_bins * k) <= target, packing
@@ -208,27 +235,47 @@ def _calibrate(p: GridPoint, obs: Observations) -> Packing:
     return best
 
 
-def pack_points(points: list[GridPoint], obs: Observations) -> list[Packing]:
+def memory_observations(memory: np.ndarray | None, points: list[GridPoint]) -> "Observations | None":
+    """What the memory estimators of the points that pack memory see
+    (docs/memory.md), or None when no point packs memory."""
+    mpoints = [GridPoint(p.memory_estimator, clairvoyance=p.clairvoyance) for p in points if p.memory]
+    if not mpoints:
+        return None
+    if memory is None:
+        raise InputError("a grid point packs memory (memory_capacity or machine shapes) but there is no memory "
+                         "usage: give memory realizations")
+    return Observations(memory, None, mpoints)
+
+
+def pack_points(points: list[GridPoint], obs: Observations, mobs: Observations | None = None) -> list[Packing]:
     """The packing of every point: the scalar kernel's points in one call,
     then each other point by the kernel its form and capacity need (a
-    calibrated estimator through its search)."""
-    scalar = [i for i, p in enumerate(points) if _in_one_scalar_call(p)]
+    calibrated estimator through its search; a point that packs memory by
+    the two-resource kernel, its memory seen through ``mobs``)."""
+    scalar = [i for i, p in enumerate(points) if _in_one_scalar_call(p) and not p.memory]
     out = dict(zip(scalar, _pack_scalar([points[i] for i in scalar], obs)))
     states: dict[tuple, tuple] = {}
+    mstates: dict[tuple, tuple] = {}
     for i, p in enumerate(points):
         if i in out:
             continue
+        mstate = None
+        if p.memory:
+            mkey = (p.clairvoyance, p.memory_estimator, min(p.machine_memories()))
+            if mkey not in mstates:
+                mstates[mkey] = memory_state(p, mobs)
+            mstate = mstates[mkey]
         if p.estimator.kind.calibrated is not None:
-            out[i] = _calibrate(p, obs)
-        elif p.estimator.kind.form == SCALAR:  # a fleet
+            out[i] = _calibrate(p, obs, mstate)
+        elif p.estimator.kind.form == SCALAR:  # a fleet, or memory
             a, b = _items(p.estimator, p.data, p.clairvoyance, obs)
-            out[i] = _pack_gaussian(p, a, b, p.estimator.z)
+            out[i] = _pack_gaussian(p, a, b, p.estimator.z, mstate)
         else:
             cap_ref = p.headroom * min(p.machine_types()[0])
             key = (p.data, p.clairvoyance, p.estimator, cap_ref)
             if key not in states:
                 states[key] = p.estimator.state(obs.columns(p.data, p.clairvoyance), cap_ref)
-            out[i] = _pack_vector(p, *states[key])
+            out[i] = _pack_vector(p, *states[key]) if mstate is None else _pack_two(p, *states[key], mstate)
     return [out[i] for i in range(len(points))]
 
 
@@ -364,11 +411,13 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts,
 
 
 def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint],
-                     work: dict | None = None) -> list[Metrics]:
+                     work: dict | None = None, memory: np.ndarray | None = None) -> list[Metrics]:
     """Pack and evaluate one instance (rows of x and y) at every grid point.
 
     ``x``, ``y``: validated float32 or float64 arrays of shape (n, R) (``y``
-    may be None when no point uses ``data = "avg"``).
+    may be None when no point uses ``data = "avg"``). ``memory``: the
+    memory realizations (n, R), needed when a point packs memory too
+    (docs/memory.md).
 
     ``work``, when given, is a profile the call adds to (for benchmarks):
     seconds of ``"statistics"``, ``"packing"`` and ``"evaluation"``, the
@@ -378,7 +427,8 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     n, R = x.shape
     t0 = time.perf_counter()
     obs = Observations(x, y, points)
-    packings = pack_points(points, obs)
+    mobs = memory_observations(memory, points)
+    packings = pack_points(points, obs, mobs)
     t1 = time.perf_counter()
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
     start = min(firsts)
@@ -389,6 +439,7 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     counts, severity, squares = evaluate(layout, [pk.assign for pk in packings],
                                          [bin_capacities(p, pk) for p, pk in zip(points, packings)], firsts,
                                          work)
+    memory_counts = _memory_counts(memory, points, packings, firsts, work) if mobs is not None else {}
     if work is not None:
         for key, seconds in (("statistics", obs.statistics_seconds),
                              ("packing", t1 - t0 - obs.statistics_seconds),
@@ -396,32 +447,58 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
             work[key] = work.get(key, 0.0) + seconds
         work["nominal_additions"] = work.get("nominal_additions", 0) + sum(n * (R - f) for f in firsts)
     means_sum = math.fsum(obs.row_means().tolist())
-    m_norms: dict[float, int] = {}
+    memory_sum = math.fsum(mobs.row_means().tolist()) if mobs is not None else None
+    m_norms: dict[tuple, int] = {}
     out = []
-    for p, pk, first, c, sev, sq in zip(points, packings, firsts, counts, severity, squares):
+    for s, (p, pk, first, c, sev, sq) in enumerate(zip(points, packings, firsts, counts, severity, squares)):
         n_eval = R - first
         n_viol = int(c.sum())
-        cbar = p.mean_capacity
-        if cbar not in m_norms:
-            m_norms[cbar] = normalization(means_sum, cbar)
+        cbar = (p.mean_capacity, p.mean_memory if p.memory else None)
+        if cbar not in m_norms:  # by the binding resource when memory is packed
+            m_norms[cbar] = normalization(means_sum, cbar[0])
+            if p.memory:
+                m_norms[cbar] = max(m_norms[cbar], normalization(memory_sum, cbar[1]))
         type_caps = p.headroom * np.array(p.machine_types()[0])
         m_by, q_by = (), ()
         if p.fleet:
             m_by = tuple(int(np.count_nonzero(pk.bin_type == t)) for t in range(type_caps.size))
             q_by = tuple((int(c[pk.bin_type == t].sum()) / (m_by[t] * n_eval)) if m_by[t] else 0.0
                          for t in range(type_caps.size))
+        oversize = pk.standalone > type_caps[pk.bin_type[pk.assign]]
+        two = {}
+        if p.memory:
+            cm = memory_counts[s]
+            oversize |= pk.standalone_m > np.array(p.machine_memories())[pk.bin_type[pk.assign]]
+            two = dict(q_memory=int(cm.sum()) / (pk.n_bins * n_eval), q_memory_max=int(cm.max()) / n_eval,
+                       memory_bound=int(np.count_nonzero(pk.fills[:, 1] > pk.fills[:, 0])) / pk.n_bins,
+                       counts_memory=cm)
         out.append(Metrics(
             m_abs=pk.n_bins, m_norm=m_norms[cbar], m=pk.n_bins / m_norms[cbar], q=n_viol / (pk.n_bins * n_eval),
             q_max=int(c.max()) / n_eval, severity=float(sev) / n_viol if n_viol else 0.0,
             q_ci=row_q_interval(pk.n_bins, n_eval, n_viol, int(sq)),
-            oversize=int(np.count_nonzero(pk.standalone > type_caps[pk.bin_type[pk.assign]])),
+            oversize=int(np.count_nonzero(oversize)),
             assign=pk.assign, counts=c, moves=pk.moves, bin_type=pk.bin_type,
-            calibrated_rho=pk.calibrated_rho, m_abs_by_type=m_by, q_by_type=q_by,
+            calibrated_rho=pk.calibrated_rho, m_abs_by_type=m_by, q_by_type=q_by, **two,
         ))
     return out
 
 
-def pack_observed(observed: np.ndarray, point: GridPoint) -> np.ndarray:
+def _memory_counts(memory, points, packings, firsts, work) -> dict[int, np.ndarray]:
+    """Memory's q_j of every point that packs memory, by the same evaluator
+    as CPU's (each bin against its type's memory capacity), read from the
+    memory rows in place."""
+    which = [s for s, p in enumerate(points) if p.memory]
+    start = min(firsts[s] for s in which)
+    layout = as_rows(memory, start, memory.shape[1])
+    counts, _, _ = evaluate(layout, [packings[s].assign for s in which],
+                            [np.array(points[s].machine_memories())[packings[s].bin_type] for s in which],
+                            [firsts[s] for s in which], work)
+    return dict(zip(which, counts))
+
+
+def pack_observed(observed: np.ndarray, point: GridPoint, memory: np.ndarray | None = None) -> np.ndarray:
     """The assignment of one point packed from ``observed`` (all of its
-    columns observed): what :func:`colosim.pack` returns."""
-    return pack_points([point], Observations(observed, None, [point]))[0].assign
+    columns observed; ``memory`` likewise when the point packs memory):
+    what :func:`colosim.pack` returns."""
+    return pack_points([point], Observations(observed, None, [point]),
+                       memory_observations(memory, [point]))[0].assign

@@ -5,6 +5,8 @@ NumPy/Python: the SPEC's words written out, slow on purpose.
   per estimator of ``colosim.ESTIMATORS``.
 - Packing (SPEC §4, fleets and decreasing orders): :func:`pack_fleet`, every
   load summed from scratch over the bin's tasks in ascending position.
+- Two resources (docs/memory.md): :func:`pack_two`, :func:`run` with
+  ``memory``.
 - Violations and metrics (SPEC §5): :func:`violations_per_bin`, :func:`run`.
 - Realization (SPEC §8, time-aligned): :func:`store`, :func:`aligned_store`.
 - Characterization kernels: :func:`nested_sums` (Table 1), :func:`phases`
@@ -187,6 +189,61 @@ def pack(a, b, z, cap, algorithm, rebalance):
     V, load_state, _ = _gaussian(np.asarray(a), np.asarray(b), z)
     return pack_fleet(lambda B: load_state(bin_state(B, V)), lambda B, c: load_state(bin_state(B, V)) <= c,
                       len(a), [cap], [1.0], algorithm, rebalance)[0]
+
+
+def pack_two(cpu, mem, n, caps, mems, shares, algorithm, rebalance, rule="cpu"):
+    """docs/memory.md written out: ``cpu`` and ``mem`` are (load(tasks),
+    fits(tasks, cap)) pairs; a task fits where both fit; Best Fit scores by
+    ``rule``; rebalancing adds the memory test. Returns (assign, types)."""
+    load_c, fits_c = cpu
+    load_m, fits_m = mem
+    bins, types, opened = [], [], [0] * len(caps)
+
+    def score(j, i):
+        c, M = caps[types[j]], mems[types[j]]
+        with_c, with_m = load_c(bins[j] + [i]), load_m(bins[j] + [i])
+        if rule == "cpu":
+            return c - with_c
+        if rule == "l2":
+            return math.sqrt(((c - with_c) / c) ** 2 + ((M - with_m) / M) ** 2)
+        now_c, now_m = load_c(bins[j]), load_m(bins[j])
+        return -(((with_c - now_c) / c) * ((c - now_c) / c) + ((with_m - now_m) / M) * ((M - now_m) / M))
+
+    for i in range(n):
+        ok = [j for j, B in enumerate(bins) if fits_c(B + [i], caps[types[j]]) and fits_m(B + [i], mems[types[j]])]
+        if not ok:
+            t = min(range(len(caps)), key=lambda t: (opened[t] / shares[t], t))
+            opened[t] += 1
+            bins.append([i])
+            types.append(t)
+            continue
+        chosen = ok[0] if algorithm == "first-fit" else min(ok, key=lambda j: (score(j, i), j))
+        bins[chosen].append(i)
+    if rebalance and len(bins) >= 2:
+        hetero = len({caps[t] for t in types}) > 1
+        rel = (lambda L, j: L / caps[types[j]]) if hetero else (lambda L, j: L)
+        last, cl = bins[-1], len(bins) - 1
+        while True:
+            donors = sorted(range(len(bins) - 1), key=lambda j: (-rel(load_c(bins[j]), j) if bins[j] else np.inf, j))
+            for d in donors:
+                movable = [
+                    i for i in bins[d]
+                    if fits_c(last + [i], caps[types[cl]]) and fits_m(last + [i], mems[types[cl]])
+                    and rel(load_c(last + [i]), cl) <= rel(load_c([t for t in bins[d] if t != i]), d)
+                ]
+                if movable:
+                    i = min(movable, key=lambda t: (-load_c([t]), t))
+                    bins[d].remove(i)
+                    last.append(i)
+                    break
+            else:
+                break
+        types = [t for B, t in zip(bins, types) if B]
+        bins = [B for B in bins if B]
+    assign = np.empty(n, dtype=np.int64)
+    for j, B in enumerate(bins):
+        assign[B] = j
+    return assign, np.array(types, dtype=np.int64)
 
 
 def sorted_order(standalone):
@@ -374,3 +431,60 @@ def phases(u, level, n_phases, a, b, p, pi):
     f = np.where(v < pi, a + b * np.power(v / pi, p), 0.0)
     x = np.minimum(level[:, None] * f, 1.0)
     return x[:, 0], x.sum(axis=1) / n_phases
+
+
+# ---------------------------------------------------------------- two resources
+
+def shapes(capacity, memory_capacity):
+    """(caps, mems, shares) of a number or fleet spec with a memory capacity,
+    or of machine shapes "CxM:S,..."."""
+    if isinstance(capacity, str) and "x" in capacity:
+        parts = [p.split(":") for p in capacity.split(",")]
+        cms = [shape.split("x") for shape, _ in parts]
+        return [float(c) for c, _ in cms], [float(m) for _, m in cms], [float(s) for _, s in parts]
+    caps, shares = machine_types(capacity)
+    return caps, [float(memory_capacity)] * len(caps), shares
+
+
+def run_two(x, memory, spec, capacity=1.0, memory_capacity=None, memory_estimator="max", algorithm="best-fit",
+            clairvoyance=1.0, rebalance=True, headroom=1.0, fit_rule="cpu"):
+    """docs/memory.md for one grid point (data = inst, no calibration): the
+    metrics with memory's."""
+    caps, mems, shares = shapes(capacity, memory_capacity)
+    R = x.shape[1]
+    k, first = split(clairvoyance, R)
+    V, load_c, fits_c = model(x[:, :k], spec, headroom * min(caps))
+    W, load_m, fits_m = model(memory[:, :k], memory_estimator, min(mems))
+    fits_c = fits_c or (lambda S, c: load_c(S) <= c)
+    fits_m = fits_m or (lambda S, c: load_m(S) <= c)
+    n = len(x)
+    standalone = [load_c(bin_state([i], V)) for i in range(n)]
+    standalone_m = [load_m(bin_state([i], W)) for i in range(n)]
+    order = sorted_order(standalone) if algorithm.endswith("-decreasing") else list(range(n))
+    Vs, Ws = np.asarray(V)[order], np.asarray(W)[order]
+    a_s, types = pack_two((lambda B: load_c(bin_state(B, Vs)), lambda B, c: fits_c(bin_state(B, Vs), c)),
+                          (lambda B: load_m(bin_state(B, Ws)), lambda B, c: fits_m(bin_state(B, Ws), c)),
+                          n, [headroom * c for c in caps], mems, shares, algorithm.replace("-decreasing", ""),
+                          rebalance, fit_rule)
+    assign = np.empty(n, dtype=np.int64)
+    assign[order] = a_s
+    m_abs = int(assign.max()) + 1
+    counts, excess = violations_per_bin(x[:, first:], assign, [caps[t] for t in types])
+    counts_m, _ = violations_per_bin(memory[:, first:], assign, [mems[t] for t in types])
+    fills = []
+    for j in range(m_abs):
+        B = sorted(np.flatnonzero(assign == j).tolist())
+        fills.append((load_c(bin_state(B, V)) / (headroom * caps[types[j]]), load_m(bin_state(B, W)) / mems[types[j]]))
+    cbar = math.fsum(s * c for s, c in zip(shares, caps)) / math.fsum(shares)
+    mbar = math.fsum(s * m for s, m in zip(shares, mems)) / math.fsum(shares)
+    m_norm = max(1, math.ceil(math.fsum(np.asarray(x, np.float64).mean(axis=1).tolist()) / cbar),
+                 math.ceil(math.fsum(np.asarray(memory, np.float64).mean(axis=1).tolist()) / mbar))
+    E = R - first
+    over = [standalone[i] > headroom * caps[types[assign[i]]] or standalone_m[i] > mems[types[assign[i]]]
+            for i in range(n)]
+    return dict(
+        assign=assign, counts=counts, counts_memory=counts_m, m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm,
+        types=types, q=counts.sum() / (m_abs * E), q_max=counts.max() / E, q_memory=counts_m.sum() / (m_abs * E),
+        q_memory_max=counts_m.max() / E, memory_bound=sum(fm > fc for fc, fm in fills) / m_abs,
+        severity=float(np.mean(excess)) if excess else 0.0, oversize=int(sum(over)),
+    )

@@ -70,7 +70,8 @@ def test_results_reader_puts_hand_written_specs_in_canonical_form(tmp_path):
 
     path = tmp_path / "r.csv"
     path.write_text(",".join(COLUMNS) + "\n"
-                    '0,GPA:0.010,best-fit,"1:0.5, 0.5:0.5",1.0,inst,true,1.0,3,2,1.5,0.1,0.2,0.01,0,0.05,0.2,'
-                    '100,100,,2;1,0.1;0.1\n')
+                    '0,GPA:0.010,best-fit,"1:0.5, 0.5:0.5",1.0,inst,true,1.0,cpu,,MAX,3,2,1.5,0.1,0.2,0.01,0,'
+                    '0.05,0.2,100,100,,2;1,0.1;0.1,,,\n')
     (row,) = read_results(path, check_point=check_row)
     assert row["estimator"] == "gpa:0.01" and row["capacity"] == "1:0.5,0.5:0.5"
+    assert row["memory_estimator"] == "max" and row["memory_capacity"] is None

@@ -141,11 +141,13 @@ def results_csv(path, rows=None, extra_header="", extra_value=""):
 
 
 def row(instance, estimator="gpa:0.01", q=0.004, **grid):
-    keys = dict(algorithm="best-fit", capacity=1.0, clairvoyance=1.0, data="inst", rebalance=True, headroom=1.0)
+    keys = dict(algorithm="best-fit", capacity=1.0, clairvoyance=1.0, data="inst", rebalance=True, headroom=1.0,
+                fit_rule="cpu", memory_capacity=None, memory_estimator="max")
     keys.update(grid)
     return dict(instance=instance, estimator=estimator, **keys, m_abs=30, m_norm=28, m=30 / 28, q=q,
                 q_max=2 * q, severity=0.01, oversize=0, q_ci_low=0.5 * q, q_ci_high=1.5 * q, realizations=100,
-                evaluated=100, calibrated_rho=None, m_abs_by_type=(), q_by_type=())
+                evaluated=100, calibrated_rho=None, m_abs_by_type=(), q_by_type=(), q_memory=None, q_memory_max=None,
+                memory_bound=None)
 
 
 def test_info_escapes_sidecar_values_and_error_messages(tmp_path):

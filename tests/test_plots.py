@@ -35,11 +35,11 @@ LEVELS = {"gpa:0.1": (1.2, 0.08), "gpa:0.001": (1.5, 1.5e-3), "cantelli:4.4": (2
 def make_row(instance, estimator, q, m_abs=28, m_norm=28, algorithm="best-fit", capacity=1.0,
              clairvoyance=1.0, data="inst", rebalance=True, headroom=1.0):
     return dict(instance=instance, estimator=estimator, algorithm=algorithm, capacity=capacity,
-                clairvoyance=clairvoyance, data=data, rebalance=rebalance, headroom=headroom,
-                m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm, q=q, q_max=min(1.0, 2 * q),
+                clairvoyance=clairvoyance, data=data, rebalance=rebalance, headroom=headroom, fit_rule="cpu",
+                memory_capacity=None, memory_estimator="max", m_abs=m_abs, m_norm=m_norm, m=m_abs / m_norm, q=q, q_max=min(1.0, 2 * q),
                 severity=0.01 if q else 0.0, oversize=0, q_ci_low=0.8 * q, q_ci_high=min(1.0, 1.2 * q + 1e-5),
                 realizations=1000, evaluated=evaluation_columns(clairvoyance, 1000), calibrated_rho=None,
-                m_abs_by_type=(), q_by_type=())
+                m_abs_by_type=(), q_by_type=(), q_memory=None, q_memory_max=None, memory_bound=None)
 
 
 def full_table(instances=3, seed=0):

@@ -48,20 +48,26 @@ def test_every_table_has_every_column_whatever_its_grid(tmp_path, small_store):
 
 def test_earlier_tables_get_a_clear_error(tmp_path):
     old = tmp_path / "old.csv"
-    schema2 = COLUMNS[: COLUMNS.index("realizations")]
+    paper_keys = ("estimator", "algorithm", "capacity", "clairvoyance", "data", "rebalance", "headroom")
+    schema2 = ("instance", *paper_keys, *COLUMNS[COLUMNS.index("m_abs"): COLUMNS.index("realizations")])
     old.write_text(",".join(schema2) + "\n")
-    with pytest.raises(InputError, match="earlier colosim .schema 2.*realizations, evaluated.*--force"):
+    with pytest.raises(InputError, match="earlier colosim .schema 2.*fit_rule.*realizations, evaluated.*--force"):
+        read_results(old)
+    schema3 = (*schema2, "realizations", "evaluated", "calibrated_rho", "m_abs_by_type", "q_by_type")
+    old.write_text(",".join(schema3) + "\n")
+    with pytest.raises(InputError, match="earlier colosim .schema 3.*fit_rule, memory_capacity, memory_estimator.*"
+                                         "q_memory, q_memory_max, memory_bound.*--force"):
         read_results(old)
     odd = tmp_path / "odd.csv"
     odd.write_text(",".join((*COLUMNS, "bogus")) + "\n")
     with pytest.raises(InputError, match="unknown columns bogus"):
         read_results(odd)
     bad = tmp_path / "bad.csv"
-    row = ("0,av:1,best-fit,1.0,1.0,inst,true,1.0,3,2,1.5,0.1,0.2,0.01,0,0.05,0.2,100,101,,,\n")
+    row = ("0,av:1,best-fit,1.0,1.0,inst,true,1.0,cpu,,max,3,2,1.5,0.1,0.2,0.01,0,0.05,0.2,100,101,,,,,,\n")
     bad.write_text(",".join(COLUMNS) + "\n" + row)
     with pytest.raises(InputError, match="line 2: evaluated must lie in"):
         read_results(bad)
-    assert RESULTS_SCHEMA == 3
+    assert RESULTS_SCHEMA == 4
 
 
 def test_the_sidecar_says_what_ran_and_how(tmp_path, small_store):

@@ -32,7 +32,7 @@ from .outputs import csv_kind, json_kind
 RESULTS_FORMAT = "colosim-results"
 #: The version of the table's columns; a sweep's fingerprint includes it, so
 #: results of another version are never taken as up to date.
-RESULTS_SCHEMA = 3
+RESULTS_SCHEMA = 4
 
 #: The grid keys in column order (SPEC §5), each with its default: the one
 #: place they are declared. The defaults are the paper's base case.
@@ -44,6 +44,11 @@ GRID_KEYS: dict[str, object] = {
     "data": "inst",
     "rebalance": True,
     "headroom": 1.0,
+    # colosim's further keys (alphabetical, SPEC §5): two resources
+    # (docs/memory.md); no memory capacity means CPU alone
+    "fit_rule": "cpu",
+    "memory_capacity": None,
+    "memory_estimator": "max",
 }
 
 #: The paper's base case (Section 5.1): every grid key but the estimator at
@@ -60,19 +65,25 @@ INTERVALS = ("q_ci_low", "q_ci_high")
 #: Columns after the intervals, present when a grid point reports them
 #: (docs/estimators.md): the rho a calibrated estimator chose (empty for
 #: other rows); bins and violation frequency per machine type of a fleet
-#: (``;``-separated, in the fleet's order; empty for other rows).
-EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type")
+#: (``;``-separated, in the fleet's order; empty for other rows); with a
+#: memory capacity, memory's violation frequency, its worst machine and the
+#: share of machines memory fills more than CPU (docs/memory.md; empty for
+#: CPU alone).
+EXTRA_COLUMNS = ("calibrated_rho", "m_abs_by_type", "q_by_type", "q_memory", "q_memory_max", "memory_bound")
 
 #: The store's R and the row's evaluation columns |E| (SPEC §2), after the
 #: intervals: what the row's q is a frequency over.
 SIZES = ("realizations", "evaluated")
 
-#: Every table has every column (schema 3): the extra columns are empty in
-#: the rows they do not apply to.
+#: Every table has every column (schema 3 on): the extra columns are empty
+#: in the rows they do not apply to.
 COLUMNS = ("instance", *GRID_KEYS, *METRICS, *INTERVALS, *SIZES, *EXTRA_COLUMNS)
 
 #: The leading columns of the tables of earlier colosims (schemas 1 and 2).
-_EARLIER = {1: ("instance", *GRID_KEYS, *METRICS), 2: ("instance", *GRID_KEYS, *METRICS, *INTERVALS)}
+_PAPER_KEYS = ("estimator", "algorithm", "capacity", "clairvoyance", "data", "rebalance", "headroom")
+_EARLIER = {1: ("instance", *_PAPER_KEYS, *METRICS), 2: ("instance", *_PAPER_KEYS, *METRICS, *INTERVALS),
+            3: ("instance", *_PAPER_KEYS, *METRICS, *INTERVALS, *SIZES, "calibrated_rho", "m_abs_by_type",
+                "q_by_type")}
 
 #: What ``--force`` may replace at a sweep's outputs (:mod:`colosim.io.outputs`):
 #: a results table, its sidecar, its summary.
@@ -143,7 +154,7 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
             if names is not None and tuple(names) != COLUMNS:
                 for schema, lead in sorted(_EARLIER.items(), reverse=True):
                     rest = tuple(names[len(lead):])
-                    if tuple(names[: len(lead)]) == lead and set(rest) <= set(EXTRA_COLUMNS) | set(INTERVALS):
+                    if tuple(names[: len(lead)]) == lead and set(rest) <= set(COLUMNS):
                         raise InputError(f"{path}: a results table of an earlier colosim (schema {schema}, "
                                          f"without the columns of schema {RESULTS_SCHEMA}: "
                                          f"{', '.join(c for c in COLUMNS if c not in names)}); "
@@ -205,6 +216,8 @@ def _typed(rec: dict) -> dict:
         raise ValueError(rec["rebalance"])
     out["rebalance"] = rec["rebalance"] == "true"
     out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
+    for key in ("memory_capacity", "q_memory", "q_memory_max", "memory_bound"):
+        out[key] = float(rec[key]) if rec[key] else None
     text = rec["m_abs_by_type"]
     out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
     text = rec["q_by_type"]
@@ -236,6 +249,9 @@ def _row_problem(r: dict) -> str | None:
     rho = r.get("calibrated_rho")
     if rho is not None and not (math.isfinite(rho) and 0 < rho < 1):
         return "calibrated_rho must lie in (0, 1)"
+    for key in ("q_memory", "q_memory_max", "memory_bound"):
+        if r[key] is not None and not (math.isfinite(r[key]) and 0 <= r[key] <= 1):
+            return f"{key} must lie in [0, 1]"
     # the fleet columns (empty for a single capacity)
     if len(r["q_by_type"]) != len(r["m_abs_by_type"]):
         return "m_abs_by_type and q_by_type differ in length"

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InputError
 from ..io.results import GRID_KEYS
 from ..kernels import BEST_FIT, DECREASING, FIRST_FIT
+from ..kernels.two_resource import RULE_CPU, RULE_DOT, RULE_L2
 from .estimators import Estimator, parse_estimator
 from .fleet import Fleet, parse_fleet
 
@@ -30,6 +31,8 @@ ALGORITHMS = {
     "best-fit-decreasing": BEST_FIT | DECREASING,
 }
 DATA = ("inst", "avg")
+#: Best Fit's score across CPU and memory (docs/memory.md) -> kernel code
+FIT_RULES = {"cpu": RULE_CPU, "l2": RULE_L2, "dot": RULE_DOT}
 
 
 def _real(name, value) -> float:
@@ -77,6 +80,26 @@ def normalize(key: str, value):
         if not 0 < value <= 1:
             raise InputError(f"headroom must be in (0, 1], not {value!r}")
         return value
+    if key == "fit_rule":
+        if value not in FIT_RULES:
+            raise InputError(f"fit_rule must be one of {', '.join(FIT_RULES)}, not {value!r}")
+        return value
+    if key == "memory_capacity":
+        if value is None or value == "":
+            return None
+        value = _real("memory_capacity", value)
+        if not value > 0:
+            raise InputError(f"memory_capacity must be > 0, not {value!r}")
+        return value
+    if key == "memory_estimator":
+        try:
+            estimator = parse_estimator(value)
+        except InputError as exc:
+            raise InputError(f"memory_estimator: {exc}") from None
+        if estimator.kind.calibrated is not None:
+            raise InputError(f"memory_estimator {estimator.spec!r}: a calibrated estimator searches CPU's rho; "
+                             "memory takes any other estimator of the table")
+        return estimator
     raise InputError(f"unknown grid key {key!r} (known: {', '.join(GRID_KEYS)})")
 
 
@@ -99,16 +122,31 @@ class GridPoint:
     data: str = GRID_KEYS["data"]
     rebalance: bool = GRID_KEYS["rebalance"]
     headroom: float = GRID_KEYS["headroom"]
+    fit_rule: str = GRID_KEYS["fit_rule"]
+    memory_capacity: float | None = GRID_KEYS["memory_capacity"]
+    memory_estimator: Estimator | None = None  # normalized to GRID_KEYS["memory_estimator"] by make
 
     @classmethod
     def make(cls, estimator=GRID_KEYS["estimator"], algorithm=GRID_KEYS["algorithm"],
              capacity=GRID_KEYS["capacity"], clairvoyance=GRID_KEYS["clairvoyance"], data=GRID_KEYS["data"],
-             rebalance=GRID_KEYS["rebalance"], headroom=GRID_KEYS["headroom"]) -> "GridPoint":
+             rebalance=GRID_KEYS["rebalance"], headroom=GRID_KEYS["headroom"], fit_rule=GRID_KEYS["fit_rule"],
+             memory_capacity=GRID_KEYS["memory_capacity"],
+             memory_estimator=GRID_KEYS["memory_estimator"]) -> "GridPoint":
         """Validate and normalize user values; :class:`InputError` names the
         offending argument."""
         values = dict(estimator=estimator, algorithm=algorithm, capacity=capacity, clairvoyance=clairvoyance,
-                      data=data, rebalance=rebalance, headroom=headroom)
-        return cls(**{k: normalize(k, v) for k, v in values.items()})
+                      data=data, rebalance=rebalance, headroom=headroom, fit_rule=fit_rule,
+                      memory_capacity=memory_capacity, memory_estimator=memory_estimator)
+        point = cls(**{k: normalize(k, v) for k, v in values.items()})
+        if point.memory_capacity is not None and point.fleet and point.capacity.memories is not None:
+            raise InputError(f"memory_capacity = {point.memory_capacity!r} with the machine shapes "
+                             f"{point.capacity.spec!r}: give memory either in the shapes or as memory_capacity")
+        return point
+
+    def __post_init__(self):
+        if self.memory_estimator is None:
+            object.__setattr__(self, "memory_estimator", normalize("memory_estimator",
+                                                                   GRID_KEYS["memory_estimator"]))
 
     def keys(self) -> tuple:
         """The grid keys' values as the results table holds them."""
@@ -124,6 +162,31 @@ class GridPoint:
         if isinstance(self.capacity, Fleet):
             return self.capacity.capacities, self.capacity.shares
         return (self.capacity,), (1.0,)
+
+    @property
+    def memory(self) -> bool:
+        """Whether memory is packed too: a memory capacity, or a fleet of
+        machine shapes (docs/memory.md)."""
+        return self.memory_capacity is not None or (self.fleet and self.capacity.memories is not None)
+
+    def machine_memories(self) -> tuple[float, ...]:
+        """Each machine type's memory capacity (in the order of
+        :meth:`machine_types`); only when :attr:`memory`."""
+        if self.fleet and self.capacity.memories is not None:
+            return self.capacity.memories
+        return (self.memory_capacity,) * len(self.machine_types()[0])
+
+    @property
+    def mean_memory(self) -> float:
+        """The memory m_norm divisor: the memory capacity, or a fleet's
+        share-weighted mean memory."""
+        if self.fleet and self.capacity.memories is not None:
+            return self.capacity.mean_memory
+        return self.memory_capacity
+
+    @property
+    def fit_rule_code(self) -> int:
+        return FIT_RULES[self.fit_rule]
 
     @property
     def mean_capacity(self) -> float:
@@ -161,6 +224,8 @@ def extra_columns(points) -> tuple[str, ...]:
         cols += ("calibrated_rho",)
     if any(p.fleet for p in points):
         cols += ("m_abs_by_type", "q_by_type")
+    if any(p.memory for p in points):
+        cols += ("q_memory", "q_memory_max", "memory_bound")
     return cols
 
 

@@ -19,7 +19,10 @@ class Metrics:
     bin's machine type (all 0 for a single capacity); ``calibrated_rho``
     the rho a calibrated estimator chose (None otherwise);
     ``m_abs_by_type`` and ``q_by_type`` the bins and violation frequency
-    per machine type of a fleet (empty otherwise). ``q_ci`` is the 95%
+    per machine type of a fleet (empty otherwise). With memory packed too
+    (docs/memory.md): ``q_memory`` and ``q_memory_max`` (memory's q and
+    q_max), ``memory_bound`` (the share of bins that memory fills more than
+    CPU), ``counts_memory`` (memory's q_j); None otherwise. ``q_ci`` is the 95%
     interval of q from the evaluation columns
     (:func:`colosim.model.intervals.row_q_interval`).
     """
@@ -39,6 +42,10 @@ class Metrics:
     calibrated_rho: float | None = None
     m_abs_by_type: tuple = ()
     q_by_type: tuple = ()
+    q_memory: float | None = None
+    q_memory_max: float | None = None
+    memory_bound: float | None = None
+    counts_memory: np.ndarray | None = field(default=None, repr=False)
 
     def row(self, extra: tuple[str, ...] = ()) -> tuple:
         """The metrics, the interval of q, then the ``extra`` columns."""

@@ -30,7 +30,7 @@ import numpy as np
 from .. import streams
 from .._version import __version__
 from ..analysis.summary import summarize, summary_text
-from ..config import CONFIG_SCHEMA, SweepConfig, load_config
+from ..config import CONFIG_SCHEMA, SweepConfig, load_config, packs_memory
 from ..engine import instance_metrics
 from ..errors import InputError
 from ..io import checkpoints, outputs, results
@@ -85,9 +85,10 @@ def instance_results(config: SweepConfig, store: Store, k: int) -> list[tuple]:
     index = instance_rows(config.instances.seed, k, store.n_tasks, config.instances.tasks)
     x = store.rows(index, "x")
     y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
+    memory = store.rows(index, "memory") if any(p.memory for p in points) else None
     r = store.n_realizations
     return [(k, *p.keys(), *met.row(), r, evaluation_columns(p.clairvoyance, r), *met.extras(results.EXTRA_COLUMNS))
-            for p, met in zip(points, instance_metrics(x, y, points))]
+            for p, met in zip(points, instance_metrics(x, y, points, memory=memory))]
 
 
 @functools.lru_cache(maxsize=4)
@@ -118,6 +119,9 @@ def check_against_store(config: SweepConfig, store: Store) -> None:
             observation_split(cl, store.n_realizations)
         except InputError as exc:
             raise InputError(f"{config.path}: grid.{exc}") from None
+    if packs_memory(config.grid) and not getattr(store, "has_memory", False):
+        raise InputError(f"{config.path}: the grid packs memory (grid.memory_capacity or machine shapes in "
+                         f"grid.capacity) but store {store.path} has no memory realizations")
 
 
 def _now() -> str:
@@ -227,7 +231,7 @@ def check_resources(config: SweepConfig, store: Store) -> None:
     rows = config.instances.count * len(config.points)
     check_memory(rows * 1024, f"{config.path}: {config.instances.count} instances x {len(config.points)} "
                               f"grid points ({rows:_} rows)")
-    n = config.instances.tasks * store.n_realizations * 4 * 2
+    n = config.instances.tasks * store.n_realizations * 4 * (3 if packs_memory(config.grid) else 2)
     check_memory(n, f"{config.path}: an instance of {config.instances.tasks} tasks x {store.n_realizations} "
                     "realizations")
 
