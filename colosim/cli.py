@@ -262,18 +262,26 @@ def _print_summary(summary: list[dict]) -> None:
     fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in GRID_KEYS if k not in varying]
     title = ("mean \\[95% interval] over instances (docs/spec.md, \"Intervals\"); m: machines over the "
              "lower bound (summed means); q: violation frequency, q_max: on the worst machine; resolution: the "
-             "smallest nonzero q" + (f"; {', '.join(fixed)}" if fixed else ""))
+             "smallest nonzero q"
+             + ("; q_memory: memory's violation frequency, memory-bound: share of machines memory fills more "
+                "than CPU" if any(s.get("q_memory_mean") is not None for s in summary) else "") + (f"; {', '.join(fixed)}" if fixed else ""))
     table = Table(title=title, title_justify="left")
     for k in varying:
         table.add_column(k, justify="left" if isinstance(summary[0][k], str) else "right")
-    for name in ("instances", "machines (m_abs)", "m (normalized)", "q", "q_max", "q resolution"):
+    memory = any(s.get("q_memory_mean") is not None for s in summary)
+    names = ("instances", "machines (m_abs)", "m (normalized)", "q", "q_max")
+    for name in names + (("q_memory", "memory-bound") if memory else ()) + ("q resolution",):
         table.add_column(name, justify="right")
     for s in summary:
+        two = ()
+        if memory:
+            two = ("-", "-") if s["q_memory_mean"] is None else (
+                _with_interval(s, "q_memory", "{:.2e}", "{:.1e}"), _with_interval(s, "memory_bound", "{:.2f}"))
         table.add_row(
             *(_fmt_key(s[k]) for k in varying), str(s["instances"]),
             _with_interval(s, "m_abs", "{:.1f}"), _with_interval(s, "m", "{:.3f}", "{:.2f}"),
             _with_interval(s, "q", "{:.2e}", "{:.1e}"), _with_interval(s, "q_max", "{:.2e}", "{:.1e}"),
-            f"{s['q_resolution']:.1e}",
+            *two, f"{s['q_resolution']:.1e}",
         )
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
@@ -642,14 +650,15 @@ def plot(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the figures (PNG and SVG by default; see "
                              "--format)."),
     figure: Optional[list[int]] = typer.Option(
-        None, "--figure", "-f", help="Draw only this paper figure (7-13); repeatable. Default: every one "
-        "the results support."),
+        None, "--figure", "-f", help="Draw only this figure (7-13: the paper's; 14: CPU and memory together); "
+        "repeatable. Default: every one the results support."),
     formats: Optional[list[str]] = typer.Option(None, "--format", help="png, svg or pdf; repeatable or "
                                                 "comma-separated (default: png and svg)."),
     no_title: bool = typer.Option(False, "--no-title", help="No titles (for a paper's own captions)."),
     force: bool = typer.Option(False, "--force", help="Replace figures already in --out."),
 ) -> None:
-    """Draw the paper's Section 5 figures (7-13) that the results' grid supports.
+    """Draw the paper's Section 5 figures (7-13) and Figure 14 (CPU and memory
+    together) that the results' grid supports.
 
     Examples:
 

@@ -211,8 +211,9 @@ def pack_two(cpu, mem, n, caps, mems, shares, algorithm, rebalance, rule="cpu"):
 
     for i in range(n):
         ok = [j for j, B in enumerate(bins) if fits_c(B + [i], caps[types[j]]) and fits_m(B + [i], mems[types[j]])]
-        if not ok:
-            t = min(range(len(caps)), key=lambda t: (opened[t] / shares[t], t))
+        if not ok:  # a new machine whose memory holds i alone, when there is such a type
+            holding = [t for t in range(len(caps)) if fits_m([i], mems[t])] or list(range(len(caps)))
+            t = min(holding, key=lambda t: (opened[t] / shares[t], t))
             opened[t] += 1
             bins.append([i])
             types.append(t)

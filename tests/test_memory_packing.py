@@ -21,7 +21,8 @@ MEMORY_SPECS = ["max", "perc:90", "av:1", "gpa:0.01", "cantelli:1", "emp:0.05", 
                 "hoeffding:0.05"]
 CPU_SPECS = [s for name, specs in SPECS.items() if name != "gpa-cal" for s in specs]
 #: (capacity, memory_capacity): one shape, a fleet with one memory, machine shapes
-MACHINES = [(1.0, 0.6), (0.6, 1.0), ("1:0.5,0.5:0.5", 0.8), ("0.5x0.5:3,0.5x0.25:2,1x1:1", None)]
+MACHINES = [(1.0, 0.6), (0.6, 1.0), ("1:0.5,0.5:0.5", 0.8), ("0.5x0.5:3,0.5x0.25:2,1x1:1", None),
+            ("0.5x0.03:5,1x1:1", None)]  # most machines too small for most tasks' memory
 
 
 def memory_of(rng, x):
@@ -75,6 +76,15 @@ def test_memory_binds_on_these_inputs():
         changed += not np.array_equal(alone.assign, both.assign)
         assert both.m_abs >= alone.m_abs or both.memory_bound < 1
     assert changed > 0
+
+
+def test_a_new_machine_is_one_whose_memory_holds_the_task():
+    rng = np.random.default_rng(9)
+    x = random_usage(rng, 40, 60)
+    mem = memory_of(rng, x)
+    res = colosim.run(x, estimator="gpa:0.01", capacity="0.5x0.03:5,1x1:1", memory=mem)
+    assert res.oversize == 0 and res.q_memory == 0.0
+    assert res.m_abs_by_type[1] > 0  # the large machines were opened for the tasks the small cannot hold
 
 
 def test_rules_differ_on_these_inputs():

@@ -10,15 +10,16 @@ from ..model.estimators import family
 from ..model.grid import evaluation_columns
 from ..model.intervals import mean_interval, mean_q_interval
 
-#: The summarized metrics, each as ``_mean``, ``_ci_low``, ``_ci_high``.
-SUMMARY_METRICS = ("m_abs", "m", "q", "q_max")
+#: The summarized metrics, each as ``_mean``, ``_ci_low``, ``_ci_high``;
+#: memory's (docs/memory.md) empty for points of CPU alone.
+SUMMARY_METRICS = ("m_abs", "m", "q", "q_max", "q_memory", "memory_bound")
 
 #: The columns of a summary table (``RESULTS.csv.summary.csv``).
 SUMMARY_COLUMNS = (*GRID_KEYS, "instances",
                    *(f"{m}_{s}" for m in SUMMARY_METRICS for s in ("mean", "ci_low", "ci_high")),
                    "q_resolution")
 
-_BOUNDS = {"m_abs": (1.0, np.inf), "m": (0.0, np.inf)}
+_BOUNDS = {"m_abs": (1.0, np.inf), "m": (0.0, np.inf), "memory_bound": (0.0, 1.0)}
 
 
 def group_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
@@ -37,8 +38,9 @@ def trials(rows: list[dict], realizations: int) -> int:
 
 
 def summarize_point(rs: list[dict], realizations: int) -> dict:
-    """Mean and 95% interval over instances of m_abs, m, q and q_max for the
-    rows of one grid point; the intervals of q (over ``m_abs × |E|`` trials
+    """Mean and 95% interval over instances of m_abs, m, q and q_max (and
+    q_memory and memory_bound when memory is packed) for the
+    rows of one grid point; the intervals of q and q_memory (over ``m_abs × |E|`` trials
     per instance) and of q_max (one machine's ``|E|`` trials per instance)
     by :func:`~colosim.model.intervals.mean_q_interval`, the others by
     Student's t. Intervals are NaN with fewer than two instances."""
@@ -47,8 +49,11 @@ def summarize_point(rs: list[dict], realizations: int) -> dict:
     n_trials = trials(rs, realizations)
     columns = sum(evaluation_columns(r["clairvoyance"], realizations) for r in rs)
     for metric in SUMMARY_METRICS:
+        if any(r.get(metric) is None for r in rs):  # memory's, at a point of CPU alone
+            entry[metric + "_mean"] = entry[metric + "_ci_low"] = entry[metric + "_ci_high"] = None
+            continue
         v = np.array([r[metric] for r in rs], dtype=np.float64)
-        if metric == "q":
+        if metric in ("q", "q_memory"):
             low, high = mean_q_interval(v, n_trials)
         elif metric == "q_max":  # one machine's frequency over |E| columns per instance
             low, high = mean_q_interval(v, columns)

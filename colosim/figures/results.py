@@ -1,4 +1,5 @@
-"""Section 5 figures (paper Figures 7–13) from a sweep's results table.
+"""Section 5 figures (paper Figures 7–13, and Figure 14 of CPU and memory
+together, beyond the paper) from a sweep's results table.
 
 A results table (SPEC §5) holds one row per instance × grid point. Which of
 the paper's figures it supports depends on its grid: Figures 7–9 need several
@@ -54,6 +55,7 @@ from ..model.estimators import parameter as param
 from ..model.grid import check_row, observation_split
 from ..model.intervals import mean_interval
 from ..progress import Progress, no_progress
+from . import memory as memory_figure
 from ._labels import label_right
 from .paper import PAPER_MAX_AVG_Q, PAPER_Q, PAPER_REBALANCING_GAIN, PAPER_STYLE, Caption, caption_for
 
@@ -201,6 +203,14 @@ def _fig12_rows(rows):
 
 def _fig13_rows(rows):
     return select(rows, free=("rebalance", "algorithm"))
+
+
+def _fig14_rows(rows):
+    return memory_figure.memory_rows(rows, select)
+
+
+def _draw_fig14(rows, realizations=None, caption: Caption = Caption()):
+    return memory_figure.draw_memory(_fig14_rows(rows), realizations, caption)
 
 
 def _need_estimators(select_rows, what):
@@ -653,6 +663,9 @@ FIGURES: dict[int, FigureKind] = {
                    _need_levels(_fig12_rows, "clairvoyance", "clairvoyance levels"), draw_fig12),
     13: FigureKind(13, "fig13_rebalancing_gain", "relative gain of rebalancing", _fig13_rows,
                    _fig13_why_not, draw_fig13),
+    # beyond the paper: CPU and memory together (docs/memory.md)
+    14: FigureKind(14, "fig14_memory", "machines and violations with memory packed too", _fig14_rows,
+                   memory_figure.why_not, _draw_fig14),
 }
 
 
@@ -712,7 +725,7 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, formats=("png", "svg")) -
 
 def figures_to_draw(rows: list[dict], figures=None) -> list[int]:
     """The figure numbers to draw: those given (each checked to be one of
-    Figures 7–13 that the rows support, else an :class:`InputError` saying
+    Figures 7–14 that the rows support, else an :class:`InputError` saying
     why), or every supported one."""
     support = supported_figures(rows)
     if figures is None:
@@ -797,7 +810,7 @@ def sidecar_caption(path, title: bool = True) -> Caption:
 
 def plot_file(path, out_dir, figures=None, progress: Progress = no_progress, force: bool = False,
               formats=("png", "svg"), title: bool = True):
-    """Draw Figures 7–13 from the results table at ``path`` (all it
+    """Draw Figures 7–14 from the results table at ``path`` (all it
     supports, or those numbered in ``figures``); the intervals of q use the
     realization count of its sidecar (:func:`sidecar_realizations`).
 
@@ -827,7 +840,7 @@ def _plot_file(path: Path, out_dir, figures, progress: Progress, force: bool, fo
     caption = sidecar_caption(path, title)
     support = supported_figures(rows)
     if figures is None and not any(why is None for why in support.values()):
-        raise InputError(f"{path}: supports none of Figures 7-13 ("
+        raise InputError(f"{path}: supports none of Figures 7-14 ("
                          + "; ".join(f"{n}: {why}" for n, why in support.items()) + ")")
     wanted = figures_to_draw(rows, figures)
     inputs = [path, meta_path(path)]

@@ -28,7 +28,9 @@ DOT    ``-(dc * ec + dm * em)`` with the normalized demands
        (Panigrahy et al. 2011, "dot product")
 =====  =================================================================
 
-New bins take their type as in the vector kernel. The decreasing orders
+A new bin takes, as in the vector kernel, the type of lowest ``opened /
+share`` (ties: the first), but among the types whose memory holds the task
+alone (all types when none does). The decreasing orders
 sort by the standalone CPU load. Rebalancing is SPEC §4's with the memory
 test added: a task is movable when it fits the last bin on both resources
 and ``L_c(last + i) <= L_c(D - i)`` (relative to the capacities when the
@@ -71,7 +73,24 @@ def _load_of(state, kind, params, tmp):
 
 
 @jit
-def _online(V, kind, params, W, kind_m, params_m, type_caps, type_mems, shares, best_fit, rule):
+def _new_type(opened, shares, type_mems, alone_m):
+    """The type of a new bin for a task whose standalone memory load is
+    ``alone_m``: the lowest ``opened / share`` among the types whose memory
+    holds the task alone (ties: first); among all types when none does."""
+    best = -1
+    best_ratio = np.inf
+    for t in range(shares.shape[0]):
+        ratio = opened[t] / shares[t]
+        if alone_m <= type_mems[t] and ratio < best_ratio:
+            best_ratio = ratio
+            best = t
+    if best < 0:
+        return _new_bin_type(opened, shares)
+    return best
+
+
+@jit
+def _online(V, kind, params, W, kind_m, params_m, type_caps, type_mems, shares, best_fit, rule, alone_m):
     """First Fit or Best Fit in row order on both resources: ``assign``, the
     number of bins and ``bin_type`` (valid for the first n_bins entries)."""
     n, D = V.shape
@@ -132,7 +151,7 @@ def _online(V, kind, params, W, kind_m, params_m, type_caps, type_mems, shares, 
                 grown_l = np.zeros(rows)
                 grown_l[:n_bins] = load_m[:n_bins]
                 load_m = grown_l
-            t_new = _new_bin_type(opened, shares)
+            t_new = _new_type(opened, shares, type_mems, alone_m[i])
             opened[t_new] += 1
             bin_type[n_bins] = t_new
             for t in range(D):
@@ -262,13 +281,15 @@ def pack_two(V, kind, params, W, kind_m, params_m, type_caps, type_mems, shares,
         Vp = V[order]
         Wp = W[order]
         standalone_p = standalone[order]
+        standalone_mp = standalone_m[order]
     else:
         order = np.arange(V.shape[0])
         Vp = V
         Wp = W
         standalone_p = standalone
+        standalone_mp = standalone_m
     assign, n_bins, bin_type = _online(Vp, kind, params, Wp, kind_m, params_m, type_caps, type_mems, shares,
-                                       algorithm & BEST_FIT, rule)
+                                       algorithm & BEST_FIT, rule, standalone_mp)
     if rebalance:
         assign, n_bins, moves, bin_type = _rebalance(assign, n_bins, bin_type, Vp, kind, params, Wp, kind_m,
                                                      params_m, type_caps, type_mems, standalone_p)

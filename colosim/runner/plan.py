@@ -83,14 +83,15 @@ PAPER_FAMILIES = ("gpa", "cantelli", "av", "perc", "max")
 #: The columns of ``plan.csv``.
 PLAN_COLUMNS = ("family", "estimator", "m_abs_mean", "m_abs_ci_low", "m_abs_ci_high", "m_mean", "q_mean",
                 "q_ci_low", "q_ci_high", "q_max_mean", "machines_share_meeting", "meets", "headroom",
-                "trained_bound", "instances")
+                "trained_bound", "instances", "q_memory_mean", "memory_bound_mean")
 
 #: What ``--force`` may replace in a plan's folder (:mod:`colosim.io.outputs`).
 _KINDS = {"plan.json": guard.json_kind(PLAN_FORMAT, "colosim plan record (JSON)"),
           "plan.csv": guard.csv_kind(",".join(PLAN_COLUMNS[:3]) + ",", "colosim plan table (CSV)"),
           "frontier.png": guard.PNG}
 
-_CACHE_COLUMNS = ("instance", "estimator", "headroom", *results.METRICS, *results.INTERVALS, "bin_violations")
+_CACHE_COLUMNS = ("instance", "estimator", "headroom", *results.METRICS, *results.INTERVALS, "bin_violations",
+                  "q_memory", "memory_bound")
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,10 @@ def _read_cache(path: Path) -> list[dict]:
                     row[c] = int(r[c])
                 for c in ("m", "q", "q_max", "severity", *results.INTERVALS):
                     row[c] = float(r[c])
+                for c in ("q_memory", "memory_bound"):  # empty for CPU alone
+                    row[c] = float(r[c]) if r[c] else None
+                    if row[c] is not None and not 0 <= row[c] <= 1:
+                        raise ValueError(c)
             except (ValueError, KeyError):
                 raise InputError(f"{path}: line {line}: malformed evaluation") from None
             if not (row["m_abs"] >= 1 and row["m_norm"] >= 1 and len(row["bin_violations"]) == row["m_abs"]
@@ -273,10 +278,12 @@ class _Evaluator:
                 index = instance_rows(self.config.instances.seed, k, self.store.n_tasks, self.config.instances.tasks)
                 x = self.store.rows(index, "x")
                 y = self.store.rows(index, "y") if self.base.data == "avg" else None
-                for p, met in zip(missing, instance_metrics(x, y, [self.point(p) for p in missing])):
+                memory = self.store.rows(index, "memory") if self.base.memory else None
+                for p, met in zip(missing, instance_metrics(x, y, [self.point(p) for p in missing], memory=memory)):
                     row = {"instance": k, "estimator": p.estimator, "headroom": p.headroom,
                            **{c: getattr(met, c) for c in (*results.METRICS, *results.INTERVALS)},
-                           "bin_violations": tuple(int(v) for v in met.counts)}
+                           "bin_violations": tuple(int(v) for v in met.counts), "q_memory": met.q_memory,
+                           "memory_bound": met.memory_bound}
                     self.cache.put(k, p, row)
                     self.computed += 1
                 self.cache.save()
@@ -408,7 +415,8 @@ def plan_text(result: PlanResult) -> str:
         s = f.held_out
         rows.append((f.family, f.chosen.estimator, s["m_abs_mean"], s["m_abs_ci_low"], s["m_abs_ci_high"],
                      s["m_mean"], s["q_mean"], s["q_ci_low"], s["q_ci_high"], s["q_max_mean"],
-                     s["machines_share_meeting"], f.meets, f.chosen.headroom, f.trained_bound, s["instances"]))
+                     s["machines_share_meeting"], f.meets, f.chosen.headroom, f.trained_bound, s["instances"],
+                     s["q_memory_mean"], s["memory_bound_mean"]))
     return results.csv_text(rows, PLAN_COLUMNS)
 
 
@@ -433,6 +441,9 @@ def answer(result: PlanResult) -> str:
             f"[{s['m_abs_ci_low'] * per:.1f}, {s['m_abs_ci_high'] * per:.1f}] with {_name(best)}; held-out "
             f"{bound} {s[bound + '_mean']:.2g} (95% upper bound {_bound(s, result.per_machine):.2g} "
             f"<= {result.target:.3g}).")
+    if s.get("q_memory_mean") is not None:
+        text += (f" Memory: held-out q_memory {s['q_memory_mean']:.2g}; memory fills "
+                 f"{s['memory_bound_mean']:.0%} of the machines more than CPU.")
     paper = [f for f in meeting if f.family in PAPER_FAMILIES]
     if paper and paper[0] is not best:
         # paired on the held-out instances: the share of the paper's machines saved
