@@ -258,17 +258,19 @@ def _print_summary(summary: list[dict]) -> None:
 
     from .io.results import GRID_KEYS
 
-    varying = [k for k in GRID_KEYS if len({str(s[k]) for s in summary}) > 1] or ["estimator"]
-    fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in GRID_KEYS if k not in varying]
+    memory = any(s.get("q_memory_mean") is not None for s in summary)
+    # without memory packed, its keys say nothing: left out
+    keys = [k for k in GRID_KEYS if memory or k not in ("fit_rule", "memory_capacity", "memory_estimator")]
+    varying = [k for k in keys if len({str(s[k]) for s in summary}) > 1] or ["estimator"]
+    fixed = [f"{k} = {_fmt_key(summary[0][k])}" for k in keys if k not in varying]
+    legend = ("; q_memory: memory's violation frequency, memory-bound: share of machines memory fills more than "
+              "CPU" if memory else "")
     title = ("mean \\[95% interval] over instances (docs/spec.md, \"Intervals\"); m: machines over the "
              "lower bound (summed means); q: violation frequency, q_max: on the worst machine; resolution: the "
-             "smallest nonzero q"
-             + ("; q_memory: memory's violation frequency, memory-bound: share of machines memory fills more "
-                "than CPU" if any(s.get("q_memory_mean") is not None for s in summary) else "") + (f"; {', '.join(fixed)}" if fixed else ""))
+             "smallest nonzero q" + legend + (f"; {', '.join(fixed)}" if fixed else ""))
     table = Table(title=title, title_justify="left")
     for k in varying:
         table.add_column(k, justify="left" if isinstance(summary[0][k], str) else "right")
-    memory = any(s.get("q_memory_mean") is not None for s in summary)
     names = ("instances", "machines (m_abs)", "m (normalized)", "q", "q_max")
     for name in names + (("q_memory", "memory-bound") if memory else ()) + ("q resolution",):
         table.add_column(name, justify="right")
