@@ -103,7 +103,8 @@ def dry_run(config_path, *, out=None) -> DryRun:
         n_tasks, n_realizations = (int(v) for v in open_store(store).x.shape)
     else:
         n_tasks, n_realizations = config.source.tasks, config.source.realizations
-    nbytes = 2 * 4 * n_tasks * n_realizations  # x and y, float32
+    memory = bool(getattr(config.source, "memory", False))
+    nbytes = (3 if memory else 2) * 4 * n_tasks * n_realizations  # x, y (and memory), float32
     folder = store.parent
     while not folder.exists():
         folder = folder.parent
@@ -111,7 +112,8 @@ def dry_run(config_path, *, out=None) -> DryRun:
     seconds = estimate_seconds(len(config.points), config.instances.count, config.instances.tasks, n_realizations)
     # reading each instance's rows from disk (less when the store is in the page cache)
     avg = any(p.data == "avg" for p in config.points)
-    seconds += config.instances.count * config.instances.tasks * n_realizations * 4 * (1 + avg) / _READ_BYTES_PER_S
+    read = 1 + avg + any(p.memory for p in config.points)
+    seconds += config.instances.count * config.instances.tasks * n_realizations * 4 * read / _READ_BYTES_PER_S
     if not exists:
         seconds += nbytes / _WRITE_BYTES_PER_S
     return DryRun(config=config.path, out=out, points=len(config.points), instances=config.instances.count,
