@@ -81,9 +81,9 @@ def open_h5(path: str | os.PathLike, expected_format: str, what: str) -> h5py.Fi
         f.close()
         raise InputError(f"{path}: not a {what} file (format attribute is {fmt!r}, expected {expected_format!r})")
     version = f.attrs.get("format_version")
-    if version != 1:
+    if version not in (1, 2):  # 2: with memory (docs/memory.md); 1: CPU only
         f.close()
-        raise InputError(f"{path}: unsupported {what} format_version {version!r} (expected 1)")
+        raise InputError(f"{path}: unsupported {what} format_version {version!r} (expected 1 or 2)")
     return f
 
 

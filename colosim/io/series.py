@@ -2,7 +2,9 @@
 
 Records are stored task after task; ``offsets[k] : offsets[k + 1]`` are task
 k's records. ``inst`` is the instantaneous usage (Google 2011 column 20),
-``avg`` the 5-minute average (column 6).
+``avg`` the 5-minute average (column 6). Format version 2 adds memory:
+``mem_avg``, the window's mean memory usage (column 7), and ``mem_max``, its
+maximum (column 11) (docs/memory.md); a version-1 file is CPU only.
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ class Series(MappedFile):
     avg: np.ndarray
     start_time: np.ndarray
     attrs: dict = field(default_factory=dict)
+    mem_avg: np.ndarray | None = None
+    mem_max: np.ndarray | None = None
+
+    @property
+    def has_memory(self) -> bool:
+        return self.mem_max is not None
+
+    def memory(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mem_avg, mem_max) records of task k."""
+        if not self.has_memory:
+            raise InputError(f"{self.path or 'series'}: the series has no memory (a CPU-only series)")
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        return np.asarray(self.mem_avg[a:b]), np.asarray(self.mem_max[a:b])
 
     @property
     def n_tasks(self) -> int:
@@ -115,6 +130,15 @@ class SeriesReader:
     def records(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return (*self.task(k), self._read(self.series.start_time, k))
 
+    @property
+    def has_memory(self) -> bool:
+        return self.series.has_memory
+
+    def memory(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if not self.series.has_memory:
+            return self.series.memory(k)  # the error
+        return self._read(self.series.mem_avg, k), self._read(self.series.mem_max, k)
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -169,8 +193,16 @@ def open_series(path: str | os.PathLike) -> Series:
             "filters": attr_json(f, "filters"),
             "colosim_version": attr_str(f, "colosim_version"),
         }
+        mem_avg = mem_max = None
+        if "mem_max" in f or "mem_avg" in f:
+            mem_avg = memmap_dataset(path, f, "mem_avg", USAGE_DTYPE, 1, "series")
+            mem_max = memmap_dataset(path, f, "mem_max", USAGE_DTYPE, 1, "series")
     validate_series_arrays(path, task_id, offsets, inst, avg, start_time)
-    return Series(path, task_id, offsets, inst, avg, start_time, attrs)
+    if mem_max is not None:
+        for name, arr in (("mem_avg", mem_avg), ("mem_max", mem_max)):
+            if arr.shape != inst.shape:
+                raise InputError(f"{path}: {name!r} has shape {arr.shape}, expected {inst.shape}")
+    return Series(path, task_id, offsets, inst, avg, start_time, attrs, mem_avg, mem_max)
 
 
 def write_series(
@@ -183,8 +215,11 @@ def write_series(
     start_time: np.ndarray,
     source,
     filters,
+    mem_avg: np.ndarray | None = None,
+    mem_max: np.ndarray | None = None,
 ) -> None:
-    """Write a series file atomically, after checking shapes and values."""
+    """Write a series file atomically, after checking shapes and values;
+    with ``mem_avg`` and ``mem_max``, format version 2 (memory)."""
     path = Path(path)
     task_id = np.asarray(task_id, dtype=np.int64).reshape(-1, 2)
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -194,15 +229,25 @@ def write_series(
     validate_series_arrays(path, task_id, offsets, inst, avg, start_time)
     scan_usage(path, "inst", inst)
     scan_usage(path, "avg", avg)
+    arrays = [("inst", inst), ("avg", avg), ("start_time", start_time)]
+    if (mem_avg is None) != (mem_max is None):
+        raise InputError(f"{path}: memory needs both mem_avg and mem_max")
+    if mem_avg is not None:
+        for name, arr in (("mem_avg", mem_avg), ("mem_max", mem_max)):
+            arr = np.asarray(arr, dtype=USAGE_DTYPE)
+            if arr.shape != inst.shape:
+                raise InputError(f"{path}: {name!r} has shape {arr.shape}, expected {inst.shape}")
+            scan_usage(path, name, arr)
+            arrays.append((name, arr))
     with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.create_dataset("task_id", data=task_id, track_times=False)
             f.create_dataset("offsets", data=offsets, track_times=False)
-            for name, arr in (("inst", inst), ("avg", avg), ("start_time", start_time)):
+            for name, arr in arrays:
                 create_contiguous(f, name, arr.shape, arr.dtype)
                 f[name][...] = arr
             f.attrs["format"] = SERIES_FORMAT
-            f.attrs["format_version"] = 1
+            f.attrs["format_version"] = 2 if mem_avg is not None else 1
             f.attrs["source"] = json.dumps(source, sort_keys=True)
             f.attrs["filters"] = json.dumps(filters, sort_keys=True)
             f.attrs["colosim_version"] = __version__
@@ -224,8 +269,9 @@ class SeriesWriter:
     without error.
     """
 
-    def __init__(self, path, *, task_id, offsets, source, filters):
+    def __init__(self, path, *, task_id, offsets, source, filters, memory: bool = False):
         self.path = Path(path)
+        self.memory = bool(memory)
         self.task_id = np.asarray(task_id, dtype=np.int64).reshape(-1, 2)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.n_records = int(self.offsets[-1]) if len(self.offsets) else 0
@@ -251,8 +297,11 @@ class SeriesWriter:
             create_contiguous(f, "inst", (self.n_records,), USAGE_DTYPE)
             create_contiguous(f, "avg", (self.n_records,), USAGE_DTYPE)
             create_contiguous(f, "start_time", (self.n_records,), np.dtype("<i8"))
+            if self.memory:
+                create_contiguous(f, "mem_avg", (self.n_records,), USAGE_DTYPE)
+                create_contiguous(f, "mem_max", (self.n_records,), USAGE_DTYPE)
             f.attrs["format"] = SERIES_FORMAT
-            f.attrs["format_version"] = 1
+            f.attrs["format_version"] = 2 if self.memory else 1
             f.attrs["source"] = json.dumps(self._meta["source"], sort_keys=True)
             f.attrs["filters"] = json.dumps(self._meta["filters"], sort_keys=True)
             f.attrs["colosim_version"] = __version__
@@ -262,9 +311,10 @@ class SeriesWriter:
             raise
         return self
 
-    def write_records(self, start: int, inst, avg, start_time) -> None:
+    def write_records(self, start: int, inst, avg, start_time, mem_avg=None, mem_max=None) -> None:
         """Write records ``start : start + len(inst)``; blocks must arrive in
-        file order, without gaps."""
+        file order, without gaps; ``mem_avg`` and ``mem_max`` exactly when the
+        file holds memory."""
         inst = np.asarray(inst, dtype=USAGE_DTYPE)
         avg = np.asarray(avg, dtype=USAGE_DTYPE)
         start_time = np.asarray(start_time, dtype=np.int64)
@@ -275,7 +325,16 @@ class SeriesWriter:
             raise ValueError("inst, avg and start_time blocks differ in length")
         if start + n > self.n_records:
             raise ValueError(f"block ends at record {start + n}, beyond the {self.n_records} records")
-        for name, arr in (("inst", inst), ("avg", avg)):
+        usage = [("inst", inst), ("avg", avg)]
+        if (mem_avg is not None or mem_max is not None) != self.memory or (self.memory and mem_max is None):
+            raise ValueError("mem_avg and mem_max blocks are needed exactly when the series holds memory")
+        if self.memory:
+            mem_avg = np.asarray(mem_avg, dtype=USAGE_DTYPE)
+            mem_max = np.asarray(mem_max, dtype=USAGE_DTYPE)
+            if mem_avg.shape != (n,) or mem_max.shape != (n,):
+                raise ValueError("memory blocks differ in length from inst")
+            usage += [("mem_avg", mem_avg), ("mem_max", mem_max)]
+        for name, arr in usage:
             bad = ~np.isfinite(arr) | (arr < 0)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
@@ -287,6 +346,9 @@ class SeriesWriter:
             self._file["inst"][start : start + n] = inst
             self._file["avg"][start : start + n] = avg
             self._file["start_time"][start : start + n] = start_time
+            if self.memory:
+                self._file["mem_avg"][start : start + n] = mem_avg
+                self._file["mem_max"][start : start + n] = mem_max
         self._next = start + n
 
     def __exit__(self, exc_type, exc, tb):

@@ -43,6 +43,12 @@ class Store(MappedFile):
     y: np.ndarray
     task_id: np.ndarray
     attrs: dict = field(default_factory=dict)
+    #: memory realizations (format version 2, docs/memory.md), None for CPU only
+    memory: np.ndarray | None = None
+
+    @property
+    def has_memory(self) -> bool:
+        return self.memory is not None
 
     @property
     def n_tasks(self) -> int:
@@ -57,13 +63,15 @@ class Store(MappedFile):
         return self.attrs.get("seed")
 
     def rows(self, index, which: str = "x") -> np.ndarray:
-        """Rows ``index`` of ``x`` or ``y`` as an in-memory float32 array,
-        checked for NaN, infinite and negative values (SPEC §10)."""
+        """Rows ``index`` of ``x``, ``y`` or ``memory`` as an in-memory
+        float32 array, checked for NaN, infinite and negative values (SPEC §10)."""
         if self.closed:
             raise InputError(f"{self.path}: the store is closed")
-        if which not in ("x", "y"):
-            raise InputError(f"which must be 'x' or 'y', not {which!r}")
-        source = self.x if which == "x" else self.y
+        if which not in ("x", "y", "memory"):
+            raise InputError(f"which must be 'x', 'y' or 'memory', not {which!r}")
+        if which == "memory" and self.memory is None:
+            raise InputError(f"{self.path}: the store has no memory realizations (a CPU-only store)")
+        source = {"x": self.x, "y": self.y, "memory": self.memory}[which]
         given = np.asarray(index)
         if given.ndim != 1 or (given.size and given.dtype.kind not in "iu"):
             raise InputError(f"{self.path}: rows must be a 1-D array of integer row numbers, not "
@@ -151,7 +159,13 @@ def open_store(path: str | os.PathLike) -> Store:
             "colosim_version": attr_str(f, "colosim_version"),
             "numpy_version": attr_str(f, "numpy_version"),
         }
-    return Store(path=path, x=x, y=y, task_id=task_id, attrs=attrs)
+        memory = None
+        if "memory" in f:
+            memory = memmap_dataset(path, f, "memory", USAGE_DTYPE, 2, "store")
+            if memory.shape != x.shape:
+                raise InputError(f"{path}: datasets 'x' {x.shape} and 'memory' {memory.shape} differ in shape")
+            attrs["memory"] = True
+    return Store(path=path, x=x, y=y, task_id=task_id, attrs=attrs, memory=memory)
 
 
 class StoreWriter:
@@ -175,8 +189,10 @@ class StoreWriter:
         sampling: str,
         source,
         task_id: np.ndarray | None = None,
+        memory: bool = False,
     ):
         self.path = Path(path)
+        self.memory = bool(memory)
         self.n_tasks = int(n_tasks)
         self.n_realizations = int(n_realizations)
         if self.n_tasks < 1 or self.n_realizations < 1:
@@ -197,15 +213,19 @@ class StoreWriter:
             with h5py.File(self.tmp, "w") as f:
                 create_contiguous(f, "x", shape, USAGE_DTYPE)
                 create_contiguous(f, "y", shape, USAGE_DTYPE)
+                if self.memory:  # after x and y: their place in the file does not change
+                    create_contiguous(f, "memory", shape, USAGE_DTYPE)
                 f.create_dataset("task_id", data=self._task_id, track_times=False)
                 f.attrs["format"] = STORE_FORMAT
-                f.attrs["format_version"] = 1
+                f.attrs["format_version"] = 2 if self.memory else 1
                 f.attrs["seed"] = json.dumps(self._meta["seed"])
                 f.attrs["sampling"] = str(self._meta["sampling"])
                 f.attrs["source"] = json.dumps(self._meta["source"], sort_keys=True)
                 f.attrs["colosim_version"] = __version__
                 f.attrs["numpy_version"] = np.__version__
                 offsets = (f["x"].id.get_offset(), f["y"].id.get_offset())
+                if self.memory:
+                    offsets += (f["memory"].id.get_offset(),)
             self.x = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[0], shape=shape)
             self.y = np.memmap(self.tmp, dtype=USAGE_DTYPE, mode="r+", offset=offsets[1], shape=shape)
             # Rows are written with pwrite rather than through the maps: written
@@ -219,15 +239,20 @@ class StoreWriter:
         return self
 
     def write_rows(
-        self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None, *, check: bool = True
+        self, start: int, x_block: np.ndarray, y_block: np.ndarray, task_id=None, *, check: bool = True,
+        memory_block: np.ndarray | None = None,
     ) -> None:
         """Write rows ``start : start + len(x_block)`` after checking values
         (``check=False``: the caller has checked them, e.g. on the records the
-        values were drawn from)."""
+        values were drawn from); ``memory_block`` exactly when the store
+        holds memory."""
         n = len(x_block)
         if start < 0 or start + n > self.n_tasks:
             raise ValueError(f"rows {start}:{start + n} are outside the store's {self.n_tasks} rows")
-        for name, block in (("x", x_block), ("y", y_block)):
+        if (memory_block is not None) != self.memory:
+            raise ValueError("a memory block is needed exactly when the store holds memory")
+        blocks = (("x", x_block), ("y", y_block)) + ((("memory", memory_block),) if self.memory else ())
+        for name, block in blocks:
             if block.shape != (n, self.n_realizations):
                 raise ValueError(f"{name} block has shape {block.shape}, expected {(n, self.n_realizations)}")
             if not check:
@@ -240,7 +265,7 @@ class StoreWriter:
                     "(usage must be finite and >= 0)"
                 )
         row_bytes = self.n_realizations * USAGE_DTYPE.itemsize
-        for offset, block in zip(self._offsets, (x_block, y_block)):
+        for offset, (_, block) in zip(self._offsets, blocks):
             _pwrite_all(self._fd, np.ascontiguousarray(block, dtype=USAGE_DTYPE), offset + start * row_bytes)
         if task_id is not None:
             self._task_id[start : start + n] = task_id

@@ -88,7 +88,7 @@ def _usage_line_problem(line: str) -> str | None:
     fields = line.split(",")
     if len(fields) != 20:
         return f"expected 20 columns, found {len(fields)}"
-    return _numeric_problem(fields, int_cols=range(0, 5), required=(0, 1, 2, 3), usage_cols=(5, 19))
+    return _numeric_problem(fields, int_cols=range(0, 5), required=(0, 1, 2, 3), usage_cols=(5, 6, 10, 19))
 
 
 def _events_line_problem(line: str) -> str | None:
@@ -116,7 +116,7 @@ def _numeric_problem(fields, *, int_cols, required, usage_cols, skip=()) -> str 
         if k in int_cols and not -(2**63) <= value < 2**63:
             return f"column {k + 1} is outside the 64-bit integer range"
         if k in usage_cols and not (math.isfinite(value) and value >= 0):
-            return f"column {k + 1} holds {text[:20]!r} (CPU usage must be finite and >= 0)"
+            return f"column {k + 1} holds {text[:20]!r} (usage must be finite and >= 0)"
     return None
 
 
@@ -357,20 +357,22 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
     con.execute("CREATE TABLE task_counts (job BIGINT, idx BIGINT, n BIGINT, n_complete BIGINT)")
     con.execute(
         "CREATE TABLE records (job BIGINT, idx BIGINT, start_time BIGINT, end_time BIGINT, "
-        "machine BIGINT, inst FLOAT, avg FLOAT)"
+        "machine BIGINT, inst FLOAT, avg FLOAT, mem_avg FLOAT, mem_max FLOAT)"
     )
     select = (
         "c1 AS start_time, c2 AS end_time, c3 AS job, c4 AS idx, c5 AS machine, "
-        "c6 AS avg, c20 AS inst, "
+        "c6 AS avg, c20 AS inst, c7 AS mem_avg, c11 AS mem_max, "
         # Unused columns are still parsed (the reader only converts the
         # columns a query reads), so that a bad field anywhere is a bad line.
-        "greatest(c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19) AS other_columns, "
+        "greatest(c8, c9, c10, c12, c13, c14, c15, c16, c17, c18, c19) AS other_columns, "
         "(c1 IS NULL OR c2 IS NULL OR c3 IS NULL OR c4 IS NULL "
         " OR (c6 IS NOT NULL AND (isnan(c6) OR isinf(c6) OR c6 < 0)) "
+        " OR (c7 IS NOT NULL AND (isnan(c7) OR isinf(c7) OR c7 < 0)) "
+        " OR (c11 IS NOT NULL AND (isnan(c11) OR isinf(c11) OR c11 < 0)) "
         " OR (c20 IS NOT NULL AND (isnan(c20) OR isinf(c20) OR c20 < 0))) AS invalid"
     )
     bad = 0
-    above = np.zeros(2, dtype=np.int64)
+    above = np.zeros(4, dtype=np.int64)
     for batch in _in_batches(db, shards, "task_usage", progress):
         bad += db.read_shards(batch, USAGE_COLUMNS, select, "usage_shard", on_bad_lines, _usage_line_problem)
         con.execute(
@@ -383,14 +385,21 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
             "ANTI JOIN failing USING (job, idx) WHERE avg IS NOT NULL AND inst IS NOT NULL"
         )
         above += con.execute(
-            "SELECT count(*) FILTER (WHERE avg > 1), count(*) FILTER (WHERE inst > 1) FROM usage_kept"
+            "SELECT count(*) FILTER (WHERE avg > 1), count(*) FILTER (WHERE inst > 1), "
+            "count(*) FILTER (WHERE mem_avg IS NULL OR mem_max IS NULL), "
+            "count(*) FILTER (WHERE mem_avg IS NULL AND mem_max IS NULL) FROM usage_kept"
         ).fetchone()
+        # memory (docs/ingest.md): a missing mean or maximum is taken from the
+        # other; a record with neither keeps its CPU and records memory 0
         con.execute(
             "INSERT INTO records SELECT job, idx, start_time, end_time, machine, "
-            "CAST(inst AS FLOAT), CAST(CASE WHEN avg > 1 THEN inst ELSE avg END AS FLOAT) FROM usage_kept"
+            "CAST(inst AS FLOAT), CAST(CASE WHEN avg > 1 THEN inst ELSE avg END AS FLOAT), "
+            "CAST(coalesce(mem_avg, mem_max, 0) AS FLOAT), CAST(coalesce(mem_max, mem_avg, 0) AS FLOAT) "
+            "FROM usage_kept"
         )
     con.execute("DROP TABLE IF EXISTS usage_shard; DROP TABLE IF EXISTS usage_kept")
-    return dict(usage_bad_lines=int(bad), avg_above_1_replaced=int(above[0]), inst_above_1=int(above[1]))
+    return dict(usage_bad_lines=int(bad), avg_above_1_replaced=int(above[0]), inst_above_1=int(above[1]),
+                memory_filled_in=int(above[2]), memory_missing=int(above[3]))
 
 
 def apply_filters(db: _Database, min_records: int, report: IngestReport) -> None:
@@ -460,7 +469,8 @@ def write_output(db: _Database, out: Path, report: IngestReport, source: dict, b
     offsets = np.zeros(len(task_id) + 1, dtype=np.int64)
     np.cumsum(np.asarray(kept["n"], dtype=np.int64), out=offsets[1:])
     con.execute(
-        "CREATE TABLE sorted AS SELECT r.job, r.idx, r.start_time, r.end_time, r.machine, r.inst, r.avg "
+        "CREATE TABLE sorted AS SELECT r.job, r.idx, r.start_time, r.end_time, r.machine, r.inst, r.avg, "
+        "r.mem_avg, r.mem_max "
         "FROM records r SEMI JOIN kept USING (job, idx) "
         "ORDER BY r.job, r.idx, r.start_time, r.end_time, r.machine NULLS FIRST"
     )
@@ -473,13 +483,15 @@ def write_output(db: _Database, out: Path, report: IngestReport, source: dict, b
     n_records = int(offsets[-1])
     if check is not None:
         check()
-    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
+    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict(),
+                      memory=True) as writer:
         for start in range(0, n_records, block):
             part = con.execute(
-                "SELECT start_time, inst, avg FROM sorted WHERE rowid >= ? AND rowid < ?",
+                "SELECT start_time, inst, avg, mem_avg, mem_max FROM sorted WHERE rowid >= ? AND rowid < ?",
                 [start, start + block],
             ).fetchnumpy()
-            writer.write_records(start, part["inst"], part["avg"], part["start_time"])
+            writer.write_records(start, part["inst"], part["avg"], part["start_time"], part["mem_avg"],
+                                 part["mem_max"])
 
 
 def ingest_google2011(

@@ -30,7 +30,9 @@ from ._shards import find_shards, open_text
 from .ingest import MIN_RECORDS, IngestReport, check_arguments, claim_series, writing
 
 REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
-OPTIONAL = ("machine_id",)
+OPTIONAL = ("machine_id", "avg_memory_usage", "max_memory_usage")
+#: the memory columns, read when the header has both (docs/memory.md)
+MEMORY = ("avg_memory_usage", "max_memory_usage")
 
 
 def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None:
@@ -109,7 +111,20 @@ def _parse_row(row, width, col):
         if not (math.isfinite(value) and value >= 0):
             return f"{name} holds {text[:20]!r} (CPU usage must be finite and >= 0)", None
         usage.append(value)
-    return None, ((collection, index), (time, machine, usage[0], usage[1]))
+    memory = []
+    for name in MEMORY if all(m in col for m in MEMORY) else ():
+        text = row[col[name]].strip()
+        if text == "":
+            memory.append(math.nan)  # missing: taken from the other memory column (docs/ingest.md)
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            return f"{name} is not a number ({text[:20]!r})", None
+        if not (math.isfinite(value) and value >= 0):
+            return f"{name} holds {text[:20]!r} (memory usage must be finite and >= 0)", None
+        memory.append(value)
+    return None, ((collection, index), (time, machine, usage[0], usage[1], *memory))
 
 
 def collect_files(paths: Iterable) -> list[Path]:
@@ -176,9 +191,13 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     arrays = {}
     for key in keys:
         rows = tasks[key]
-        arr = np.array([(t, m) for t, m, _, _ in rows], dtype=np.int64).reshape(-1, 2)
-        usage = np.array([(x, y) for _, _, x, y in rows], dtype=np.float64).reshape(-1, 2)
-        arrays[key] = (arr, usage)
+        arr = np.array([r[:2] for r in rows], dtype=np.int64).reshape(-1, 2)
+        usage = np.array([r[2:] for r in rows], dtype=np.float64)
+        arrays[key] = (arr, usage.reshape(len(rows), -1))
+    widths = {a[1].shape[1] for a in arrays.values()}
+    if len(widths) > 1:  # some files with memory, some without: memory only where every file has it
+        arrays = {k: (a, u[:, :2]) for k, (a, u) in arrays.items()}
+    memory = bool(arrays) and next(iter(arrays.values()))[1].shape[1] == 4
     n0 = sum(len(a[0]) for a in arrays.values())
     report.add_step("input", "instance_usage records read", len(keys), n0)
     # step 2: records missing the sampled or the average usage
@@ -186,7 +205,7 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     dropped_r = 0
     for key in keys:
         arr, usage = arrays[key]
-        ok = ~np.isnan(usage).any(axis=1)
+        ok = ~np.isnan(usage[:, :2]).any(axis=1)
         dropped_r += int((~ok).sum())
         if ok.any():
             kept[key] = (arr[ok], usage[ok])
@@ -221,7 +240,7 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     out_keys = sorted(long_)
     lengths = np.array([len(long_[k][0]) for k in out_keys], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    duplicates = 0
+    duplicates = filled_in = missing = 0
     blocks = []
     for key in out_keys:
         arr, usage = long_[key]
@@ -229,7 +248,15 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
         arr, usage = arr[order], usage[order]
         if len(arr) > 1:
             duplicates += int(np.all(arr[1:] == arr[:-1], axis=1).sum())
-        blocks.append((arr[:, 0], usage[:, 0], usage[:, 1]))
+        if memory:  # a missing mean or maximum from the other; neither: 0 (counted)
+            mem_avg, mem_max = usage[:, 2].copy(), usage[:, 3].copy()
+            filled_in += int((np.isnan(mem_avg) | np.isnan(mem_max)).sum())
+            missing += int((np.isnan(mem_avg) & np.isnan(mem_max)).sum())
+            mem_avg = np.where(np.isnan(mem_avg), mem_max, mem_avg)
+            mem_max = np.where(np.isnan(mem_max), mem_avg, mem_max)
+            blocks.append((arr[:, 0], usage[:, 0], usage[:, 1], np.nan_to_num(mem_avg), np.nan_to_num(mem_max)))
+        else:
+            blocks.append((arr[:, 0], usage[:, 0], usage[:, 1]))
     report.counts.update(
         avg_above_1_replaced=replaced,
         inst_above_1=inst_above,
@@ -239,10 +266,13 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
         on_bad_lines=on_bad_lines,
         files=len(files),
     )
+    if memory:
+        report.counts.update(memory_filled_in=filled_in, memory_missing=missing)
     task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
     source = dict(format="google2019", files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
     output.check()
-    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict()) as writer:
-        for k, (start_time, inst, avg) in enumerate(blocks):
-            writer.write_records(int(offsets[k]), inst, avg, start_time)
+    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict(),
+                      memory=memory) as writer:
+        for k, (start_time, inst, avg, *mem) in enumerate(blocks):
+            writer.write_records(int(offsets[k]), inst, avg, start_time, *mem)
     return report

@@ -96,8 +96,11 @@ def aligned_indices(seed: int, j: int, start_time: np.ndarray, tau: np.ndarray) 
     return np.where(covered, safe if order is None else order[safe], own)
 
 
-def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, yb, tau=None):
-    """Rows ``start:stop`` of the store into ``xb``, ``yb`` (SPEC §8 recipe).
+def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, yb, tau=None, mb=None):
+    """Rows ``start:stop`` of the store into ``xb``, ``yb`` (SPEC §8 recipe),
+    and the memory realizations into ``mb`` when given: each column the
+    window maximum ``mem_max`` of the record x's value of that column was
+    drawn from (docs/spec.md, "Memory realizations").
 
     Runs in a worker thread: NumPy's generators and ``take`` release the GIL,
     and each row's numbers depend on its index j alone, so the bytes do not
@@ -126,6 +129,14 @@ def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, y
             ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
         np.take(inst, ix, out=xb[j - start])
         np.take(avg, iy, out=yb[j - start])
+        if mb is not None:
+            _, mem_max = reader.memory(k)
+            mem_max = np.asarray(mem_max, dtype=np.float32)
+            if len(mem_max) != len(inst):
+                raise InputError(f"series task {k}: {len(inst)} CPU but {len(mem_max)} memory records")
+            if not (np.isfinite(mem_max).all() and (mem_max >= 0).all()):
+                raise InputError(f"series task {k}: 'mem_max' holds NaN, infinite or negative usage")
+            np.take(mem_max, ix, out=mb[j - start])
 
 
 def default_threads() -> int:
@@ -144,9 +155,12 @@ def realize(
     block_rows: int | None = None,
     threads: int | None = None,
     progress: Progress = no_progress,
+    memory: bool = False,
 ) -> None:
     """Write a store of ``n_tasks`` × ``n_realizations`` realizations drawn
-    from ``series`` (SPEC §8), atomically.
+    from ``series`` (SPEC §8), atomically; with ``memory``, the memory
+    realizations too, from the same records as x (the series must hold
+    memory).
 
     Rows are drawn in blocks by ``threads`` worker threads and written in
     order; at most ``threads + 2`` blocks (of ``block_rows`` rows, by default
@@ -167,6 +181,10 @@ def realize(
     if block_rows is None:
         block_rows = max(1, (8 << 20) // (4 * n_realizations))
     block_rows = max(1, int(block_rows))
+    if memory and not getattr(series, "has_memory", False):
+        name = getattr(series, "path", None) or "the series"
+        raise InputError(f"{name}: memory realizations asked for, but the series has no memory (a CPU-only "
+                         "series: ingest it again to read memory)", param="memory")
     rows = select_rows(series.n_tasks, n_tasks, seed)
     task_id = np.asarray(series.task_id)[rows]
     tau = None
@@ -179,7 +197,8 @@ def realize(
     n_buffers = threads + 2
     buffers = [
         (np.empty((block_rows, n_realizations), dtype=np.float32),
-         np.empty((block_rows, n_realizations), dtype=np.float32))
+         np.empty((block_rows, n_realizations), dtype=np.float32),
+         np.empty((block_rows, n_realizations), dtype=np.float32) if memory else None)
         for _ in range(min(n_buffers, -(-n_tasks // block_rows)))
     ]
     starts = list(range(0, n_tasks, block_rows))
@@ -187,7 +206,7 @@ def realize(
     reader = series.reader() if hasattr(series, "reader") else contextlib.nullcontext(series)
     with reader as reader, StoreWriter(
         out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling, source=source,
-        task_id=task_id,
+        task_id=task_id, memory=memory,
     ) as writer, ThreadPoolExecutor(max_workers=threads) as pool:
         pending: deque = deque()
         free = deque(range(len(buffers)))
@@ -199,14 +218,16 @@ def realize(
                     start = starts[next_block]
                     stop = min(n_tasks, start + block_rows)
                     xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
+                    mb = None if buffers[b][2] is None else buffers[b][2][: stop - start]
                     fut = pool.submit(_fill_block, reader, rows, seed, start, stop, n_realizations, sampling,
-                                      xb, yb, tau)
+                                      xb, yb, tau, mb)
                     pending.append((fut, b, start, stop))
                     next_block += 1
                 fut, b, start, stop = pending.popleft()
                 fut.result()
                 xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
-                writer.write_rows(start, xb, yb, check=False)
+                mb = None if buffers[b][2] is None else buffers[b][2][: stop - start]
+                writer.write_rows(start, xb, yb, check=False, memory_block=mb)
                 free.append(b)
                 advance(stop - start)
         except BaseException:
@@ -215,27 +236,28 @@ def realize(
             raise
 
 
-def check_store_size(out, n_tasks: int, n_realizations: int) -> None:
-    """A store of this shape must fit on the disk of ``out`` (x and y, 4
-    bytes a value) and its bookkeeping in memory, before any work."""
+def check_store_size(out, n_tasks: int, n_realizations: int, memory: bool = False) -> None:
+    """A store of this shape must fit on the disk of ``out`` (x and y, and
+    memory when asked, 4 bytes a value) and its bookkeeping in memory,
+    before any work."""
     n_tasks, n_realizations = int(n_tasks), int(n_realizations)
     what = f"a store of {n_tasks:_} tasks x {n_realizations:_} realizations"
-    check_disk(Path(out).parent, 8 * n_tasks * n_realizations + 17 * n_tasks, what)
+    check_disk(Path(out).parent, (12 if memory else 8) * n_tasks * n_realizations + 17 * n_tasks, what)
     check_memory(64 * n_tasks, what)
 
 
 def realize_file(series_path, out, *, n_tasks: int, n_realizations: int, seed: int,
                  sampling: str = "independent", threads: int | None = None,
-                 progress: Progress = no_progress, force: bool = False) -> None:
+                 progress: Progress = no_progress, force: bool = False, memory: bool = False) -> None:
     """:func:`realize` from a series file, with the file's path and SHA-256
     as the store's ``source``. An existing ``out`` is replaced only with
     ``force``, only when it is a store, and never when it is the series."""
     with open_series(series_path) as series:  # the input first, then the output
         claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
         if isinstance(n_tasks, int) and isinstance(n_realizations, int) and n_tasks >= 1 and n_realizations >= 1:
-            check_store_size(out, n_tasks, n_realizations)
+            check_store_size(out, n_tasks, n_realizations, memory)
         with lock(out, can_wait=False):
             claim(out, kind=STORE_KIND, inputs=[series_path], force=force)
             realize(series, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
                     source={"series": str(series_path), "sha256": sha256_file(series_path)}, threads=threads,
-                    progress=progress)
+                    progress=progress, memory=memory)
