@@ -47,6 +47,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.signal import lfilter
 from scipy.special import ndtri
 
 from ..errors import InputError
@@ -212,6 +213,47 @@ def _uniforms(seed: int, ks: np.ndarray, n: int = _N_UNIFORMS) -> np.ndarray:
     return ((x >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
 
 
+# ---------------------------------------------------------------- memory
+# Memory (docs/population.md, "Memory"): constants of the model, kept out of
+# PopulationModel so that a CPU-only store's bytes and attributes do not
+# change. A task's level is log-normal, tied to its CPU mean through the
+# normal score that draws that mean; its windows vary around the level as
+# an AR(1) process; a window's maximum sits a little above its mean.
+MEM_LOG_MEDIAN = -3.985  # fitted: log of the 2011 cross-section's median memory (0.0186)
+MEM_LOG_SIGMA = 0.5      # fitted: from that median and its 90th percentile (0.0353)
+MEM_CPU_RHO = 0.66       # fitted: gives the cross-section's Spearman correlation of memory and CPU (0.62)
+MEM_MAX_LEVEL = 0.5      # a task's level never exceeds half the largest machine's memory
+MEM_CV_MEDIAN = 0.051    # fitted: median window-to-window CV of mean memory (2019 tasks)
+MEM_CV_SIGMA = 0.51      # fitted: sd of log CV across the 2019 tasks
+MEM_AR = 0.68            # fitted: median lag-1 autocorrelation of mean memory (2019 tasks)
+MEM_PEAK = 0.013         # mean of (max / mean - 1) within a window: 2011's median 1.009, p90 1.036
+#: the uniforms of the memory parameters follow the CPU's (_uniforms columns)
+_U_MEM_LEVEL, _U_MEM_CV = _N_UNIFORMS, _N_UNIFORMS + 1
+_TAG_MEMORY = 2012  # the records' generator: default_rng([seed, _TAG_MEMORY, k])
+
+
+def memory_levels(seed: int, ks: np.ndarray, cpu_score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's memory level and window-to-window CV (vectorized).
+    ``cpu_score`` is the normal score that drew the task's CPU mean."""
+    u = _uniforms(seed, ks, _N_UNIFORMS + 2)
+    z = MEM_CPU_RHO * cpu_score + np.sqrt(1 - MEM_CPU_RHO**2) * ndtri(u[:, _U_MEM_LEVEL])
+    level = np.minimum(MEM_MAX_LEVEL, np.exp(MEM_LOG_MEDIAN + MEM_LOG_SIGMA * z))
+    cv = MEM_CV_MEDIAN * np.exp(MEM_CV_SIGMA * ndtri(u[:, _U_MEM_CV]))
+    return level, cv
+
+
+def generate_memory(seed: int, k: int, length: int, level: float, cv: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(mem_avg, mem_max)`` of task k's ``length`` windows (float32)."""
+    g = np.random.default_rng([seed, _TAG_MEMORY, k])
+    e = g.standard_normal(length)
+    x = np.sqrt(1 - MEM_AR**2) * e
+    x[0] = e[0]  # a stationary start: every window of unit variance
+    a = lfilter([1.0], [1.0, -MEM_AR], x)  # AR(1): a_t = MEM_AR a_(t-1) + x_t
+    mem_avg = np.clip(level * (1 + cv * a), 0, 1)
+    mem_max = np.clip(mem_avg * (1 + g.exponential(MEM_PEAK, length)), 0, 1)
+    return mem_avg.astype(np.float32), np.maximum(mem_max, mem_avg).astype(np.float32)
+
+
 def _check_seed(seed) -> int:
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise InputError(f"seed must be a non-negative integer, not {seed!r}")
@@ -235,7 +277,8 @@ class TaskParameters:
         log_t = np.log(MIN_RECORDS) + u[:, _U_LENGTH] * (np.log(MAX_RECORDS + 1) - np.log(MIN_RECORDS))
         self.length = np.where(full, MAX_RECORDS,
                                np.clip(np.floor(np.exp(log_t)), MIN_RECORDS, MAX_RECORDS)).astype(np.int64)
-        self.mean = np.minimum(m.mean_max, m.mean_median * np.exp(m.mean_sigma * ndtri(u[:, _U_MEAN])))
+        self.mean_score = ndtri(u[:, _U_MEAN])  # the normal score of the mean (memory follows it)
+        self.mean = np.minimum(m.mean_max, m.mean_median * np.exp(m.mean_sigma * self.mean_score))
         cv = m.cv_ref * (self.mean / MEAN_REF) ** -m.cv_exponent * np.exp(m.cv_sigma * ndtri(u[:, _U_CV]))
         # a bursty task's peaks reach about mu * (1 + cv**2): keep them near spike_max
         self.cv = np.minimum(cv, np.sqrt(m.spike_max / self.mean))
@@ -367,6 +410,7 @@ class SyntheticPopulation:
         self.seed = _check_seed(seed)
         self.model = model
         self._params: TaskParameters | None = None
+        self._memory: tuple | None = None
         ks = np.arange(self._n, dtype=np.int64)
         # job IDs and task indices shaped like the trace's: tasks of a job
         # share its ID and are numbered 0, 1, ...; sorted like a series file.
@@ -399,6 +443,18 @@ class SyntheticPopulation:
         if self.model.daily_amplitude:
             inst, avg = self._daily(k, inst, avg)
         return inst, avg
+
+    #: the built-in population has memory (docs/population.md, "Memory")
+    has_memory = True
+
+    def memory(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mem_avg, mem_max) records of task k, float32 arrays of length
+        T_k, from streams of their own (the CPU records do not change)."""
+        k = self._index(k)
+        if self._memory is None:
+            self._memory = memory_levels(self.seed, np.arange(self._n), self.params.mean_score)
+        level, cv = self._memory
+        return generate_memory(self.seed, k, int(self.params.length[k]), float(level[k]), float(cv[k]))
 
     def _daily(self, k: int, inst: np.ndarray, avg: np.ndarray):
         """The common daily pattern (``PopulationModel.daily_amplitude``)."""

@@ -183,8 +183,8 @@ def realize(
     block_rows = max(1, int(block_rows))
     if memory and not getattr(series, "has_memory", False):
         name = getattr(series, "path", None) or "the series"
-        raise InputError(f"{name}: memory realizations asked for, but the series has no memory (a CPU-only "
-                         "series: ingest it again to read memory)", param="memory")
+        raise InputError(f"memory realizations asked for, but {name} has no memory (a CPU-only series: "
+                         "ingest it again to read memory)", param="memory")
     rows = select_rows(series.n_tasks, n_tasks, seed)
     task_id = np.asarray(series.task_id)[rows]
     tau = None

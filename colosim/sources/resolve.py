@@ -44,9 +44,10 @@ def synthetic_store_path(source, config_dir: Path) -> Path:
     if source.store is not None:
         return _relative(source.store, config_dir)
     daily = f"-daily{source.daily_amplitude!r}" if source.daily_amplitude else ""
+    memory = "-mem" if getattr(source, "memory", False) else ""
     name = (
         f"synthetic-v{MODEL_VERSION}-n{source.tasks}-r{source.realizations}"
-        f"-s{source.seed}-{source.sampling}{daily}.h5"
+        f"-s{source.seed}-{source.sampling}{daily}{memory}.h5"
     )
     return cache_dir() / name
 
@@ -61,19 +62,19 @@ def population_source(n_tasks: int, seed: int, daily_amplitude: float = 0.0) -> 
 
 def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: int,
                              sampling: str = "independent", progress: Progress = no_progress,
-                             daily_amplitude: float = 0.0, force: bool = False) -> None:
+                             daily_amplitude: float = 0.0, force: bool = False, memory: bool = False) -> None:
     """Realize ``n_tasks`` tasks of the built-in population into a store
     (with a common daily pattern of that amplitude when > 0); an existing
     ``out`` is replaced only with ``force``, and only when it is a store."""
     claim(out, kind=STORE_KIND, force=force)
     if not (isinstance(daily_amplitude, (int, float)) and 0 <= daily_amplitude < 1):
         raise InputError(f"daily_amplitude must be in [0, 1), not {daily_amplitude!r}", param="daily_amplitude")
-    check_store_size(out, n_tasks, n_realizations)
+    check_store_size(out, n_tasks, n_realizations, memory)
     with lock(out, can_wait=False):
         claim(out, kind=STORE_KIND, force=force)  # again, now that no other run can write it
         population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
         realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
-                source=population_source(n_tasks, seed, daily_amplitude), progress=progress)
+                source=population_source(n_tasks, seed, daily_amplitude), progress=progress, memory=memory)
 
 
 def _check_store(path: Path, want: dict, found_of) -> None:
@@ -112,13 +113,15 @@ def _derived_store_path(source, config_dir: Path, identity: str) -> Path:
     """Where the store realized from a series or trace source is kept."""
     if source.store is not None:
         return _relative(source.store, config_dir)
+    memory = "-mem" if getattr(source, "memory", False) else ""
     return cache_dir() / (f"{source.kind}-{identity}-n{source.tasks}-r{source.realizations}"
-                          f"-s{source.seed}-{source.sampling}.h5")
+                          f"-s{source.seed}-{source.sampling}{memory}.h5")
 
 
 def _series_path(source, identity: str) -> Path:
-    """Where the series file ingested from a trace source is kept."""
-    return cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}.h5"
+    """Where the series file ingested from a trace source is kept (series
+    format 2, with memory)."""
+    return cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}-v2.h5"
 
 
 def _derived_store(source, config_dir: Path, series_path: Path, identity: str, progress: Progress) -> Path:
@@ -133,7 +136,8 @@ def _derived_store(source, config_dir: Path, series_path: Path, identity: str, p
                  "sha256": sha256_file(series_path)}
     with open_series(series_path) as series:
         realize(series, out, n_tasks=source.tasks, n_realizations=source.realizations, seed=source.seed,
-                sampling=source.sampling, source=made_from, progress=progress)
+                sampling=source.sampling, source=made_from, progress=progress,
+                memory=getattr(source, "memory", False))
     return out
 
 
@@ -182,14 +186,17 @@ def _resolve(source, config_dir: Path, progress: Progress) -> Path:
         if not p.exists():
             generate_synthetic_store(p, n_tasks=source.tasks, n_realizations=source.realizations,
                                      seed=source.seed, sampling=source.sampling,
-                                     daily_amplitude=source.daily_amplitude, progress=progress)
+                                     daily_amplitude=source.daily_amplitude, progress=progress,
+                                     memory=source.memory)
         else:
             want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
                     "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
                     "daily_amplitude": source.daily_amplitude}
+            if source.memory:
+                want["memory"] = True
             _check_store(p, want, lambda s: {
                 **_store_shape(s), "kind": _made(s, "kind"), "model_version": _made(s, "model_version"),
-                "daily_amplitude": _made(s, "daily_amplitude") or 0.0})
+                "daily_amplitude": _made(s, "daily_amplitude") or 0.0, "memory": s.has_memory})
         return p
     given = _relative(source.path, config_dir)
     identity = input_identity(given)
