@@ -202,7 +202,7 @@ def test_a_sweep_that_packs_memory_agrees_with_the_api(tmp_path, monkeypatch):
     assert "q_memory" in res.output and "memory-bound" in res.output
     rows = colosim.read_results(out)
     assert len(rows) == 2 * 2 * 2 * 2
-    store_path = next((tmp_path / "cache").glob("synthetic-*-mem.h5"))
+    store_path = next((tmp_path / "cache").glob("synthetic-*-mem1.h5"))
     from colosim.runner.sweep import instance_rows
 
     with open_store(store_path) as store:

@@ -22,7 +22,7 @@ from ..io.outputs import claim, lock
 from ..io.series import open_series
 from ..io.store import STORE_KIND, open_store
 from ..progress import Progress, no_progress
-from .population import MODEL_VERSION, PopulationModel, SyntheticPopulation
+from .population import MEMORY_VERSION, MODEL_VERSION, PopulationModel, SyntheticPopulation
 from .realize import check_store_size, realize
 
 #: the config keys of the library parameters a source's values reach
@@ -44,7 +44,7 @@ def synthetic_store_path(source, config_dir: Path) -> Path:
     if source.store is not None:
         return _relative(source.store, config_dir)
     daily = f"-daily{source.daily_amplitude!r}" if source.daily_amplitude else ""
-    memory = "-mem" if getattr(source, "memory", False) else ""
+    memory = f"-mem{MEMORY_VERSION}" if getattr(source, "memory", False) else ""
     name = (
         f"synthetic-v{MODEL_VERSION}-n{source.tasks}-r{source.realizations}"
         f"-s{source.seed}-{source.sampling}{daily}{memory}.h5"
@@ -52,11 +52,13 @@ def synthetic_store_path(source, config_dir: Path) -> Path:
     return cache_dir() / name
 
 
-def population_source(n_tasks: int, seed: int, daily_amplitude: float = 0.0) -> dict:
+def population_source(n_tasks: int, seed: int, daily_amplitude: float = 0.0, memory: bool = False) -> dict:
     """The ``source`` attribute of a store of the built-in population."""
     source = {"kind": "synthetic", "model_version": MODEL_VERSION, "population_tasks": n_tasks, "seed": seed}
     if daily_amplitude:
         source["daily_amplitude"] = daily_amplitude
+    if memory:
+        source["memory_version"] = MEMORY_VERSION
     return source
 
 
@@ -74,7 +76,7 @@ def generate_synthetic_store(out, *, n_tasks: int, n_realizations: int, seed: in
         claim(out, kind=STORE_KIND, force=force)  # again, now that no other run can write it
         population = SyntheticPopulation(n_tasks, seed, PopulationModel(daily_amplitude=daily_amplitude))
         realize(population, out, n_tasks=n_tasks, n_realizations=n_realizations, seed=seed, sampling=sampling,
-                source=population_source(n_tasks, seed, daily_amplitude), progress=progress, memory=memory)
+                source=population_source(n_tasks, seed, daily_amplitude, memory), progress=progress, memory=memory)
 
 
 def _check_store(path: Path, want: dict, found_of) -> None:
@@ -193,10 +195,11 @@ def _resolve(source, config_dir: Path, progress: Progress) -> Path:
                     "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
                     "daily_amplitude": source.daily_amplitude}
             if source.memory:
-                want["memory"] = True
+                want.update(memory=True, memory_version=MEMORY_VERSION)
             _check_store(p, want, lambda s: {
                 **_store_shape(s), "kind": _made(s, "kind"), "model_version": _made(s, "model_version"),
-                "daily_amplitude": _made(s, "daily_amplitude") or 0.0, "memory": s.has_memory})
+                "daily_amplitude": _made(s, "daily_amplitude") or 0.0, "memory": s.has_memory,
+                "memory_version": _made(s, "memory_version")})
         return p
     given = _relative(source.path, config_dir)
     identity = input_identity(given)
