@@ -299,6 +299,8 @@ def _with_interval(s: dict, metric: str, fmt: str, bounds: str | None = None) ->
 
 
 def _fmt_key(v) -> str:
+    if v is None:
+        return "none"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):

@@ -136,10 +136,12 @@ def _describe_store(path: Path, verify: bool, check_source: bool):
         if n < 1 or R < 1:
             raise InputError(f"{path}: a store needs at least one task and one realization "
                              f"(has N = {n}, R = {R})")
+        matrices = "x, y and memory" if s.has_memory else "x and y"
         lines = [
-            f"{path}: colosim store, format version 1",
-            f"tasks N = {n}, realizations R = {R} (x and y float32, "
-            f"{2 * s.x.nbytes / 1e9:.2f} GB)",
+            f"{path}: colosim store, format version {2 if s.has_memory else 1}"
+            + (" (with memory, docs/memory.md)" if s.has_memory else " (CPU only)"),
+            f"tasks N = {n}, realizations R = {R} ({matrices} float32, "
+            f"{(3 if s.has_memory else 2) * s.x.nbytes / 1e9:.2f} GB)",
             f"seed: {s.attrs['seed']}, sampling: {s.attrs['sampling']}",
             f"source: {json.dumps(s.attrs['source'], sort_keys=True)}",
             f"made by colosim {s.attrs['colosim_version']}, numpy {s.attrs['numpy_version']}",
@@ -149,6 +151,8 @@ def _describe_store(path: Path, verify: bool, check_source: bool):
         if verify:
             rows = max(1, (64 << 20) // (4 * R))
             found = _scan("x", s.x, rows) + _scan("y", s.y, rows)
+            if s.has_memory:
+                found += _scan("memory", s.memory, rows)
             problems += found
             lines.append("values: " + ("all finite and >= 0" if not found else "PROBLEMS"))
     return lines, problems
@@ -162,7 +166,8 @@ def _describe_series(path: Path, verify: bool):
 def _series_lines(path: Path, s, verify: bool):
     lengths = s.lengths()
     lines = [
-        f"{path}: colosim series, format version 1",
+        f"{path}: colosim series, format version {2 if s.has_memory else 1}"
+        + (" (with memory: mem_avg, mem_max)" if s.has_memory else " (CPU only)"),
         f"tasks = {s.n_tasks}, records = {s.n_records}"
         + (f" (per task {lengths.min()} to {lengths.max()}, median {int(np.median(lengths))})" if s.n_tasks else ""),
         f"source: {json.dumps(s.attrs['source'], sort_keys=True)}",
@@ -172,6 +177,8 @@ def _series_lines(path: Path, s, verify: bool):
     problems = []
     if verify:
         problems = _scan("inst", s.inst, 1 << 24) + _scan("avg", s.avg, 1 << 24)
+        if s.has_memory:
+            problems += _scan("mem_avg", s.mem_avg, 1 << 24) + _scan("mem_max", s.mem_max, 1 << 24)
         lines.append("values: " + ("all finite and >= 0" if not problems else "PROBLEMS"))
     return lines, problems
 
