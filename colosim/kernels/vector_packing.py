@@ -39,19 +39,23 @@ from ._bins import (
     BEST_FIT,
     DECREASING,
     bin_members,
-    choose,
     decreasing_order,
     drop_empty_bins,
     in_instance_order,
     move_to_last,
 )
 
-__all__ = ["GAUSS", "EMP", "NSIGMA", "EFFSIZE", "pack_vector"]
+__all__ = ["GAUSS", "EMP", "NSIGMA", "EFFSIZE", "RULE_CPU", "RULE_L2", "RULE_DOT", "pack_vector"]
 
 GAUSS = 0
 EMP = 1
 NSIGMA = 2
 EFFSIZE = 3
+
+#: Best Fit's score with a second resource (:mod:`colosim.kernels.two_resource`)
+RULE_CPU = 0
+RULE_L2 = 1
+RULE_DOT = 2
 
 
 @jit
@@ -126,47 +130,6 @@ def _new_bin_type(opened, shares):
 
 
 @jit
-def _online(V, kind, params, type_caps, shares, best_fit):
-    """First Fit or Best Fit in row order with per-bin capacities
-    ``type_caps[bin_type[j]]``: ``assign``, the number of bins and
-    ``bin_type`` (valid for the first n_bins entries)."""
-    n, D = V.shape
-    assign = np.empty(n, dtype=np.int64)
-    bin_type = np.empty(n, dtype=np.int64)
-    opened = np.zeros(shares.shape[0], dtype=np.int64)
-    rows = 8
-    state = np.zeros((rows, D))
-    tmp = np.empty(D)
-    n_bins = 0
-    for i in range(n):
-        chosen = -1
-        best_room = np.inf
-        for j in range(n_bins):
-            cap = type_caps[bin_type[j]]
-            fits, load = _try_add(state[j], V[i], kind, params, cap, tmp, best_fit)
-            chosen, best_room, done = choose(best_fit, j, fits, cap - load, chosen, best_room)
-            if done:
-                break
-        if chosen < 0:
-            if n_bins == rows:  # grow the state table
-                rows *= 2
-                grown = np.zeros((rows, D))
-                grown[:n_bins] = state[:n_bins]
-                state = grown
-            t_new = _new_bin_type(opened, shares)
-            opened[t_new] += 1
-            bin_type[n_bins] = t_new
-            for t in range(D):
-                state[n_bins, t] = 0.0
-            chosen = n_bins
-            n_bins += 1
-        for t in range(D):
-            state[chosen, t] += np.float64(V[i, t])
-        assign[i] = chosen
-    return assign, n_bins, bin_type
-
-
-@jit
 def _members_load(members, size, V, kind, params, skip, extra, tmp):
     """L of ``members[:size]`` (sorted positions) without task ``skip`` and
     with task ``extra`` (-1 for none), the state summed in ascending
@@ -204,17 +167,133 @@ def _standalone_loads(V, kind, params):
 
 
 @jit
-def _rebalance(assign, n_bins, bin_type, V, kind, params, type_caps, standalone):
+def _load_of(state, kind, params, tmp):
+    """``L`` of a bin of this summed state (the state left as it is)."""
+    for t in range(tmp.shape[0]):
+        tmp[t] = state[t]
+    return _state_load(tmp, kind, params)
+
+
+@jit
+def _new_type(opened, shares, type_mems, alone_m):
+    """The type of a new bin for a task whose standalone memory load is
+    ``alone_m``: the lowest ``opened / share`` among the types whose memory
+    holds the task alone (ties: first); among all types when none does."""
+    best = -1
+    best_ratio = np.inf
+    for t in range(shares.shape[0]):
+        ratio = opened[t] / shares[t]
+        if alone_m <= type_mems[t] and ratio < best_ratio:
+            best_ratio = ratio
+            best = t
+    if best < 0:
+        return _new_bin_type(opened, shares)
+    return best
+
+
+@jit
+def _online(V, kind, params, type_caps, shares, best_fit, W, kind_m, params_m, type_mems, rule, alone_m, two):
+    """First Fit or Best Fit in row order with per-bin capacities
+    ``type_caps[bin_type[j]]``: ``assign``, the number of bins and
+    ``bin_type`` (valid for the first n_bins entries). With ``two``, memory
+    too (:mod:`colosim.kernels.two_resource`): states ``W``, capacities
+    ``type_mems``, Best Fit ``rule``, standalone memory loads ``alone_m``;
+    without, those are not read."""
+    n, D = V.shape
+    Dm = W.shape[1]
+    assign = np.empty(n, dtype=np.int64)
+    bin_type = np.empty(n, dtype=np.int64)
+    opened = np.zeros(shares.shape[0], dtype=np.int64)
+    rows = 8
+    state = np.zeros((rows, D))
+    state_m = np.zeros((rows, Dm))
+    load_c = np.zeros(rows)  # L_c(B), L_m(B): kept for the DOT rule
+    load_m = np.zeros(rows)
+    tmp = np.empty(D)
+    tmp_m = np.empty(Dm)
+    need_c = best_fit
+    need_m = two and best_fit and rule != RULE_CPU
+    n_bins = 0
+    for i in range(n):
+        chosen = -1
+        best_score = np.inf
+        for j in range(n_bins):
+            t = bin_type[j]
+            cap = type_caps[t]
+            mem = type_mems[t]
+            fits, lc = _try_add(state[j], V[i], kind, params, cap, tmp, need_c)
+            if not fits:
+                continue
+            lm = 0.0
+            if two:
+                fits, lm = _try_add(state_m[j], W[i], kind_m, params_m, mem, tmp_m, need_m)
+                if not fits:
+                    continue
+            if not best_fit:
+                chosen = j
+                break
+            if rule == RULE_CPU or not two:
+                score = cap - lc
+            elif rule == RULE_L2:
+                rc = (cap - lc) / cap
+                rm = (mem - lm) / mem
+                score = math.sqrt(rc * rc + rm * rm)
+            else:
+                score = -(((lc - load_c[j]) / cap) * ((cap - load_c[j]) / cap)
+                          + ((lm - load_m[j]) / mem) * ((mem - load_m[j]) / mem))
+            if score < best_score:
+                chosen = j
+                best_score = score
+        if chosen < 0:
+            if n_bins == rows:  # grow the state tables
+                rows *= 2
+                grown = np.zeros((rows, D))
+                grown[:n_bins] = state[:n_bins]
+                state = grown
+                grown_m = np.zeros((rows, Dm))
+                grown_m[:n_bins] = state_m[:n_bins]
+                state_m = grown_m
+                grown_c = np.zeros(rows)
+                grown_c[:n_bins] = load_c[:n_bins]
+                load_c = grown_c
+                grown_l = np.zeros(rows)
+                grown_l[:n_bins] = load_m[:n_bins]
+                load_m = grown_l
+            t_new = _new_type(opened, shares, type_mems, alone_m[i]) if two else _new_bin_type(opened, shares)
+            opened[t_new] += 1
+            bin_type[n_bins] = t_new
+            for t in range(D):
+                state[n_bins, t] = 0.0
+            for t in range(Dm):
+                state_m[n_bins, t] = 0.0
+            chosen = n_bins
+            n_bins += 1
+        for t in range(D):
+            state[chosen, t] += np.float64(V[i, t])
+        for t in range(Dm):
+            state_m[chosen, t] += np.float64(W[i, t])
+        if two and rule == RULE_DOT:
+            load_c[chosen] = _load_of(state[chosen], kind, params, tmp)
+            load_m[chosen] = _load_of(state_m[chosen], kind_m, params_m, tmp_m)
+        assign[i] = chosen
+    return assign, n_bins, bin_type
+
+
+@jit
+def _rebalance(assign, n_bins, bin_type, V, kind, params, type_caps, standalone, W, kind_m, params_m, type_mems,
+               two):
     """SPEC §4 rebalancing with vector states and per-bin capacities.
 
     With a single capacity this is the scalar kernel's rule. With several,
     loads are compared relative to each bin's capacity: donors are visited
     in decreasing ``L(D) / c_D`` and a task is movable when ``L(last + i) <=
-    h c_last`` and ``L(last + i) / c_last <= L(D - i) / c_D``.
+    h c_last`` and ``L(last + i) / c_last <= L(D - i) / c_D``. With ``two``,
+    a movable task must also fit the last bin's memory.
 
     Returns the new ``assign``, bin count, moves and ``bin_type`` (renumbered).
     """
     n, D = V.shape
+    Dm = W.shape[1]
     assign = assign.copy()
     types = bin_type[:n_bins].copy()
     if n_bins < 2:
@@ -225,14 +304,16 @@ def _rebalance(assign, n_bins, bin_type, V, kind, params, type_caps, standalone)
             hetero = True
     last = n_bins - 1
     cap_last = type_caps[types[last]]
+    mem_last = type_mems[types[last]]
     tmp = np.empty(D)
+    tmp_m = np.empty(Dm)
     members, start = bin_members(assign, n_bins)
     size = start[1:] - start[:-1]
     last_members = np.empty(n, dtype=np.int64)
     last_size = size[last]
     last_members[:last_size] = members[start[last] : start[last] + last_size]
 
-    loads = np.empty(last)  # relative when hetero
+    loads = np.empty(last)  # CPU, relative when hetero
     for j in range(last):
         L = _members_load(members[start[j] :], size[j], V, kind, params, -1, -1, tmp)
         loads[j] = L / type_caps[types[j]] if hetero else L
@@ -248,11 +329,14 @@ def _rebalance(assign, n_bins, bin_type, V, kind, params, type_caps, standalone)
             for s in range(size[d]):
                 i = seg[s]
                 with_i = _members_load(last_members, last_size, V, kind, params, -1, i, tmp)
-                if with_i <= cap_last:
-                    without = _members_load(seg, size[d], V, kind, params, i, -1, tmp)
-                    ok = (with_i / cap_last <= without / cap_d) if hetero else (with_i <= without)
-                    if ok and (best < 0 or standalone[i] > standalone[best]):
-                        best = i
+                if with_i > cap_last:
+                    continue
+                if two and _members_load(last_members, last_size, W, kind_m, params_m, -1, i, tmp_m) > mem_last:
+                    continue
+                without = _members_load(seg, size[d], V, kind, params, i, -1, tmp)
+                ok = (with_i / cap_last <= without / cap_d) if hetero else (with_i <= without)
+                if ok and (best < 0 or standalone[i] > standalone[best]):
+                    best = i
             if best < 0:
                 continue
             size[d], last_size = move_to_last(seg, size[d], last_members, last_size, best)
@@ -295,10 +379,14 @@ def pack_vector(V, kind, params, type_caps, shares, algorithm, rebalance):
         order = np.arange(V.shape[0])
         Vp = V
         standalone_p = standalone
-    assign, n_bins, bin_type = _online(Vp, kind, params, type_caps, shares, algorithm & BEST_FIT)
+    # no memory: its arguments are placeholders that are never read
+    W = np.zeros((1, 1))
+    none = np.zeros(1)
+    assign, n_bins, bin_type = _online(Vp, kind, params, type_caps, shares, algorithm & BEST_FIT, W, kind, params,
+                                       none, RULE_CPU, none, False)
     if rebalance:
         assign, n_bins, moves, bin_type = _rebalance(assign, n_bins, bin_type, Vp, kind, params, type_caps,
-                                                     standalone_p)
+                                                     standalone_p, W, kind, params, none, False)
     else:
         moves = 0
         bin_type = bin_type[:n_bins].copy()
