@@ -141,47 +141,10 @@ def model(observed, spec, cap_ref):
 
 def pack_fleet(load_, fits, n, caps, shares, algorithm, rebalance):
     """SPEC §4 with any load function load_(tasks), a fit test fits(tasks, cap)
-    and machine types (caps[t] = packing capacity, shares[t]). Returns
-    (assign, bin_types)."""
-    bins, types, opened = [], [], [0] * len(caps)
-    for i in range(n):
-        ok = [j for j, B in enumerate(bins) if fits(B + [i], caps[types[j]])]
-        if not ok:
-            t = min(range(len(caps)), key=lambda t: (opened[t] / shares[t], t))
-            opened[t] += 1
-            bins.append([i])
-            types.append(t)
-            continue
-        if algorithm == "first-fit":
-            chosen = ok[0]
-        else:
-            chosen = min(ok, key=lambda j: (caps[types[j]] - load_(bins[j] + [i]), j))
-        bins[chosen].append(i)
-    if rebalance and len(bins) >= 2:
-        hetero = len({caps[t] for t in types}) > 1
-        rel = (lambda L, j: L / caps[types[j]]) if hetero else (lambda L, j: L)
-        last, cl = bins[-1], len(bins) - 1
-        while True:
-            donors = sorted(range(len(bins) - 1), key=lambda j: (-rel(load_(bins[j]), j) if bins[j] else np.inf, j))
-            for d in donors:
-                movable = [
-                    i for i in bins[d]
-                    if fits(last + [i], caps[types[cl]])
-                    and rel(load_(last + [i]), cl) <= rel(load_([t for t in bins[d] if t != i]), d)
-                ]
-                if movable:
-                    i = min(movable, key=lambda t: (-load_([t]), t))
-                    bins[d].remove(i)
-                    last.append(i)
-                    break
-            else:
-                break
-        types = [t for B, t in zip(bins, types) if B]
-        bins = [B for B in bins if B]
-    assign = np.empty(n, dtype=np.int64)
-    for j, B in enumerate(bins):
-        assign[B] = j
-    return assign, np.array(types, dtype=np.int64)
+    and machine types (caps[t] = packing capacity, shares[t]): two-resource
+    packing whose memory always fits. Returns (assign, bin_types)."""
+    return pack_two((load_, fits), (lambda B: 0.0, lambda B, c: True), n, caps, [math.inf] * len(caps), shares,
+                    algorithm, rebalance)
 
 
 def pack(a, b, z, cap, algorithm, rebalance):

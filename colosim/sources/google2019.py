@@ -98,33 +98,22 @@ def _parse_row(row, width, col):
         return "time, collection_id, instance_index or machine_id is not an integer", None
     if not all(-(2**63) <= v < 2**63 for v in (time, collection, index, machine)):
         return "time, collection_id, instance_index or machine_id is outside the 64-bit range", None
-    usage = []
-    for name in ("random_sample_cpu_usage", "avg_cpu_usage"):
+    # a missing CPU value is dropped by step 2, a missing memory value taken
+    # from the other memory column (docs/ingest.md): NaN here, not a bad line
+    names = [("random_sample_cpu_usage", "CPU"), ("avg_cpu_usage", "CPU")]
+    if all(m in col for m in MEMORY):
+        names += [(m, "memory") for m in MEMORY]
+    values = []
+    for name, what in names:
         text = row[col[name]].strip()
-        if text == "":
-            usage.append(math.nan)  # missing: dropped by step 2, not a bad line
-            continue
         try:
-            value = float(text)
+            value = float(text) if text else math.nan
         except ValueError:
             return f"{name} is not a number ({text[:20]!r})", None
-        if not (math.isfinite(value) and value >= 0):
-            return f"{name} holds {text[:20]!r} (CPU usage must be finite and >= 0)", None
-        usage.append(value)
-    memory = []
-    for name in MEMORY if all(m in col for m in MEMORY) else ():
-        text = row[col[name]].strip()
-        if text == "":
-            memory.append(math.nan)  # missing: taken from the other memory column (docs/ingest.md)
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            return f"{name} is not a number ({text[:20]!r})", None
-        if not (math.isfinite(value) and value >= 0):
-            return f"{name} holds {text[:20]!r} (memory usage must be finite and >= 0)", None
-        memory.append(value)
-    return None, ((collection, index), (time, machine, usage[0], usage[1], *memory))
+        if text and not (math.isfinite(value) and value >= 0):
+            return f"{name} holds {text[:20]!r} ({what} usage must be finite and >= 0)", None
+        values.append(value)
+    return None, ((collection, index), (time, machine, *values))
 
 
 def collect_files(paths: Iterable) -> list[Path]:
