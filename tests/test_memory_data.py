@@ -218,3 +218,17 @@ def test_a_sweep_that_packs_memory_agrees_with_the_api(tmp_path, monkeypatch):
                 assert got.q_memory == r["q_memory"] and got.memory_bound == r["memory_bound"]
             else:
                 assert r["q_memory"] is None or np.isnan(r["q_memory"])
+
+
+def test_plan_reports_memory_beside_its_cpu_search(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLOSIM_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "p.toml"
+    config.write_text('[source]\nkind = "synthetic"\ntasks = 300\nrealizations = 100\nseed = 4\n\n'
+                      '[instances]\ncount = 4\ntasks = 40\nseed = 1\n\n[grid]\n'
+                      'capacity = ["0.5x0.25:2,1x1:1"]\nmemory_estimator = ["perc:90"]\n')
+    res = runner.invoke(app, ["plan", str(config), "--slo", "0.9", "--out", str(tmp_path / "plan")])
+    assert res.exit_code == 0, res.output
+    assert "q_memory" in res.output or "No family meets" in res.output
+    with open(tmp_path / "plan" / "plan.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(r["q_memory_mean"] != "" and 0 <= float(r["memory_bound_mean"]) <= 1 for r in rows)
