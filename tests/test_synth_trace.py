@@ -49,6 +49,7 @@ def test_ingest_recovers_exactly_what_was_planted(trace, tmp_path):
     result = runner.invoke(app, ["ingest", "google2011", str(root), "--out", str(out), "--threads", "2"])
     assert result.exit_code == 0, result.output
     series = open_series(out)
+    assert series.has_memory
     report = series.attrs["filters"]
     assert _strip(report["steps"]) == planted["steps"]
     assert report["avg_above_1_replaced"] == planted["avg_above_1_replaced"] > 0
@@ -66,6 +67,9 @@ def test_ingest_recovers_exactly_what_was_planted(trace, tmp_path):
         inst, avg = series.task(i)
         k = key_to_k[tuple(int(v) for v in t)]
         want_inst, want_avg = population.task(k)
+        # memory (columns 7 and 11): the population's, to the 4 digits written
+        for got, want in zip(series.memory(i), population.memory(k)):
+            np.testing.assert_allclose(got, want[: len(inst)], rtol=6e-4, atol=1e-12)
         np.testing.assert_allclose(inst, want_inst[: len(inst)], rtol=6e-4, atol=1e-12)
         np.testing.assert_allclose(avg[1:], want_avg[1 : len(inst)], rtol=6e-4, atol=1e-12)
         if tuple(int(v) for v in t) in planted_above_1:

@@ -22,8 +22,11 @@ count of every step and the list of long tasks are written to
 Layout: shard s holds the windows of day s (288 five-minute windows), in
 time order; a task of the population keeps its records that fall inside the
 trace. Usage values are written with 4 significant digits, as in the
-official files; the other columns are plausible constants. Output is
-written to a temporary folder that is renamed into place at the end.
+official files; columns 7 and 11 of a population task's records are the
+population's memory (mean and maximum of the window, docs/population.md),
+so that the ingested series holds it (format 2); the other columns are
+plausible random values. Output is written to a temporary folder that is
+renamed into place at the end.
 """
 
 from __future__ import annotations
@@ -54,14 +57,18 @@ _POOL = 4096
 _USER = "70s3v5qRyCO/1PCdI6fVXnrW8FU/w+5CKRSa72xgcIo="
 
 
-def _middle_pool(seed: int) -> list[str]:
+def _middle_pool(seed: int) -> tuple[list[str], list[str], list[str]]:
     """Columns 7-19 of a usage record (memory, page cache, I/O, max CPU, CPI,
-    ...), unused by colosim: a pool of plausible random rows, so that the
-    files compress about as well as the official ones."""
+    ...): a pool of plausible random rows, so that the files compress about
+    as well as the official ones. Returned in three parts around the two
+    memory columns that colosim reads, 7 and 11: the pool's rows as whole
+    (for the planted tasks, dropped by ingest), columns 8-10 and columns
+    12-19 (around a population task's own memory)."""
     g = np.random.default_rng([seed, _TAG_MIDDLE])
     scales = np.array([0.1, 0.1, 0.002, 0.003, 0.1, 1e-5, 5e-4, 0.2, 1e-3, 4.0, 0.02])
     values = g.random((_POOL, len(scales))) * scales
-    return [",".join("%.4g" % v for v in row) + ",0,1" for row in values.tolist()]
+    cells = [["%.4g" % v for v in row] + ["0", "1"] for row in values.tolist()]
+    return ([",".join(c) for c in cells], [",".join(c[1:4]) for c in cells], [",".join(c[5:]) for c in cells])
 
 
 def _fmt(values: np.ndarray) -> list[str]:
@@ -218,7 +225,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
     events = _ShardWriter(tmp / "task_events", days)
     counts = {k: [0, 0] for k in ("input", "failing", "missing", "zero_usage", "short", "long")}
     long_tasks = []
-    middle = _middle_pool(seed)
+    middle, middle_8_10, middle_12_19 = _middle_pool(seed)
     n_long = 0
     above_1 = 0
     above_1_tasks = []
@@ -234,7 +241,8 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
                 if keep == 0:
                     continue
                 job, idx = (int(v) for v in population.task_id[k])
-                yield ("population", job, idx, first, inst[:keep], avg[:keep], 4)
+                mem_avg, mem_max = population.memory(int(k))
+                yield ("population", job, idx, first, inst[:keep], avg[:keep], 4, mem_avg[:keep], mem_max[:keep])
 
         extra = _extra_tasks(seed, population.n_tasks, n_windows, failing_share, zero_share, short_share)
         n_total = population.n_tasks + len(extra)
@@ -244,7 +252,7 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
             chunk = (list(population_tasks(ks))
                      + extra[max(0, start - population.n_tasks) : max(0, stop - population.n_tasks)])
             u_lines, u_time, e_lines, e_time = [], [], [], []
-            for kind, job, idx, first, inst, avg, event in chunk:
+            for kind, job, idx, first, inst, avg, event, *memory in chunk:
                 inst_s, avg_s = _fmt(inst), _fmt(avg)
                 n = len(inst_s)
                 zero = all(s == "0" for s in inst_s)
@@ -270,8 +278,13 @@ def _write(tmp, population, n_windows, days, seed, failing_share, zero_share, sh
                 t0 = TRACE_START_US + first * WINDOW_US
                 times = [t0 + WINDOW_US * i for i in range(n)]
                 pick = np.random.default_rng([seed, _TAG_MIDDLE, job, idx]).integers(0, _POOL, n).tolist()
-                rows = [f"{t},{t + WINDOW_US},{job},{idx},{machine},{a},{middle[m]},{x}\n"
-                        for t, a, x, m in zip(times, avg_s, inst_s, pick)]
+                if memory:  # a population task: its own memory in columns 7 and 11
+                    mid = [f"{ma},{middle_8_10[m]},{mx},{middle_12_19[m]}"
+                           for ma, mx, m in zip(_fmt(memory[0]), _fmt(memory[1]), pick)]
+                else:
+                    mid = [middle[m] for m in pick]
+                rows = [f"{t},{t + WINDOW_US},{job},{idx},{machine},{a},{c},{x}\n"
+                        for t, a, x, c in zip(times, avg_s, inst_s, mid)]
                 for i, a, x in extra_rows:
                     rows.append(f"{times[i]},{times[i] + WINDOW_US},{job},{idx},{machine + 1},{a},{middle[0]},{x}\n")
                     times.append(times[i])
