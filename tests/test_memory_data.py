@@ -36,6 +36,18 @@ runner = CliRunner()
 CPU_STORE_SHA = "ebcdd2990e1736375fe0add1d9926179b228296eb0d15133366549221426f15d"
 
 
+#: SHA-256 of task_id, offsets, inst, avg and start_time of the real excerpts'
+#: series (2011 with min_records 1, 2019 by default), as ingested before
+#: memory existed: reading memory must not change a CPU record
+REAL_CPU_SHA = {"2011": "91a3b89eeff1de603721b3a5d3b21f9c2a792e9a4f8d27b3b5740569f147eb97",
+                "2019": "d1156e3020b79d8597d11f21c1f74d336f4e65eb9ed6a2c678d5757b79ae59d5"}
+
+
+def _cpu_sha(series) -> str:
+    return hashlib.sha256(b"".join(np.ascontiguousarray(getattr(series, k)).tobytes()
+                                   for k in ("task_id", "offsets", "inst", "avg", "start_time"))).hexdigest()
+
+
 def _xy_sha(path) -> str:
     with h5py.File(path, "r") as f:
         return hashlib.sha256(f["x"][...].tobytes() + f["y"][...].tobytes()).hexdigest()
@@ -98,6 +110,70 @@ def test_series_of_format_2_round_trip_and_format_1_means_cpu_only(tmp_path):
     assert not (tmp_path / "bad.h5").exists()
 
 
+def _v2_series(path):
+    write_series(path, task_id=[[1, 0], [2, 0]], offsets=[0, 2, 3], inst=[0.1, 0.2, 0.3], avg=[0.1, 0.2, 0.3],
+                 start_time=[0, 300_000_000, 0], source={}, filters={}, mem_avg=[0.01, 0.02, 0.03],
+                 mem_max=[0.02, 0.03, 0.04])
+    return path
+
+
+def test_bad_memory_on_disk_is_refused_naming_file_and_dataset(tmp_path):
+    nan = _v2_series(tmp_path / "nan.h5")
+    with h5py.File(nan, "r+") as f:
+        f["mem_max"][1] = np.nan
+    with open_series(nan) as s, pytest.raises(InputError, match=r"nan\.h5: series task 0: 'mem_max' holds NaN"):
+        realize(s, tmp_path / "st.h5", n_tasks=2, n_realizations=5, seed=1, memory=True)
+    assert not (tmp_path / "st.h5").exists()
+    one = _v2_series(tmp_path / "one.h5")
+    with h5py.File(one, "r+") as f:
+        del f["mem_max"]
+    with pytest.raises(InputError, match=r"one\.h5: series file has no dataset 'mem_max'"):
+        open_series(one)
+    short = _v2_series(tmp_path / "short.h5")
+    with h5py.File(short, "r+") as f:
+        del f["mem_avg"]
+        f.create_dataset("mem_avg", data=np.zeros(2, np.float32))
+    with pytest.raises(InputError, match=r"short\.h5: 'mem_avg' has shape \(2,\), expected \(3,\)"):
+        open_series(short)
+    store = tmp_path / "store.h5"
+    with open_series(_v2_series(tmp_path / "ok.h5")) as s:
+        realize(s, store, n_tasks=2, n_realizations=5, seed=1, memory=True)
+    with h5py.File(store, "r+") as f:
+        f["memory"][1, 2] = -1
+    with open_store(store) as st:
+        assert st.has_memory and st.attrs["memory"] is True
+        st.rows([0], "memory")
+        with pytest.raises(InputError, match=r"store\.h5: dataset 'memory' row 1 column 2 holds"):
+            st.rows([0, 1], "memory")
+    with h5py.File(store, "r+") as f:
+        del f["memory"]
+        f.create_dataset("memory", data=np.zeros((2, 4), np.float32))
+    with pytest.raises(InputError, match=r"store\.h5: datasets 'x' \(2, 5\) and 'memory' \(2, 4\) differ"):
+        open_store(store)
+
+
+def test_memory_changes_the_fingerprint_and_the_cached_names(tmp_path, monkeypatch):
+    from colosim.config import SeriesSource, SyntheticSource
+    from colosim.runner.sweep import store_fingerprint
+    from colosim.sources.resolve import resolve_store
+
+    monkeypatch.setenv("COLOSIM_CACHE", str(tmp_path / "cache"))
+    cpu = resolve_store(SyntheticSource(tasks=30, realizations=10, seed=2), tmp_path)
+    mem = resolve_store(SyntheticSource(tasks=30, realizations=10, seed=2, memory=True), tmp_path)
+    assert cpu.name.endswith("-independent.h5") and mem.name.endswith("-independent-mem1.h5")
+    with open_store(cpu) as a, open_store(mem) as b:
+        assert store_fingerprint(a) != store_fingerprint(b)
+        np.testing.assert_array_equal(a.x, b.x)
+    series = _v2_series(tmp_path / "s.h5")
+    src = dict(path=str(series), tasks=2, realizations=6, seed=1)
+    assert resolve_store(SeriesSource(**src, memory=True), tmp_path).name.endswith("-mem.h5")
+    assert not resolve_store(SeriesSource(**src), tmp_path).name.endswith("-mem.h5")
+    named = dict(src, store="named.h5")
+    resolve_store(SeriesSource(**named), tmp_path)  # a CPU-only store under a name of the config's
+    with pytest.raises(InputError, match=r"named\.h5: exists but is not the store .*memory False"):
+        resolve_store(SeriesSource(**named, memory=True), tmp_path)
+
+
 def test_api_refuses_nan_or_negative_memory():
     x = np.full((3, 4), 0.1)
     for value in (np.nan, -1.0):
@@ -116,7 +192,8 @@ def test_real_2011_excerpt_ingested_with_memory(shared_data, tmp_path):
     with gzip.open(shared_data / "google2011" / "task_usage" / "part-00000-of-00500.first10000.csv.gz", "rt") as fh:
         memory = {(int(r[2]), int(r[3])): (float(r[6]), float(r[10])) for r in csv.reader(fh)}
     with open_series(out) as s:
-        assert s.has_memory and s.n_tasks == s.n_records  # one record a task in this excerpt
+        assert s.has_memory and s.n_tasks == s.n_records == 2599  # one record a task in this excerpt
+        assert _cpu_sha(s) == REAL_CPU_SHA["2011"]
         got = {tuple(int(v) for v in s.task_id[k]): tuple(float(v[0]) for v in s.memory(k))
                for k in range(s.n_tasks)}
     assert len(got) > 2000
@@ -134,7 +211,8 @@ def test_real_2019_tasks_ingested_with_memory(shared_data, tmp_path):
         rows = list(csv.DictReader(fh))
     key = (int(rows[0]["collection_id"]), int(rows[0]["instance_index"]))
     with open_series(out) as s:
-        assert s.has_memory and s.n_tasks == 19
+        assert s.has_memory and s.n_tasks == 19 and s.n_records == 52031
+        assert _cpu_sha(s) == REAL_CPU_SHA["2019"]
         k = [tuple(int(v) for v in t) for t in s.task_id].index(key)
         mem_avg, mem_max = s.memory(k)
         _, _, start = s.records(k)

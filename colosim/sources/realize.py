@@ -224,7 +224,13 @@ def realize(
                     pending.append((fut, b, start, stop))
                     next_block += 1
                 fut, b, start, stop = pending.popleft()
-                fut.result()
+                try:
+                    fut.result()
+                except InputError as exc:  # a bad record: name the series file it is in
+                    where = getattr(series, "path", None)
+                    if where is None or str(exc).startswith(str(where)):
+                        raise
+                    raise InputError(f"{where}: {exc}") from None
                 xb, yb = buffers[b][0][: stop - start], buffers[b][1][: stop - start]
                 mb = None if buffers[b][2] is None else buffers[b][2][: stop - start]
                 writer.write_rows(start, xb, yb, check=False, memory_block=mb)

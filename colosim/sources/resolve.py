@@ -132,7 +132,10 @@ def _derived_store(source, config_dir: Path, series_path: Path, identity: str, p
     if out.exists():
         want = {"tasks": source.tasks, "realizations": source.realizations, "seed": source.seed,
                 "sampling": source.sampling, "identity": identity}
-        _check_store(out, want, lambda s: {**_store_shape(s), "identity": _made(s, "identity")})
+        if getattr(source, "memory", False):
+            want["memory"] = True
+        _check_store(out, want, lambda s: {**_store_shape(s), "identity": _made(s, "identity"),
+                                           "memory": s.has_memory})
         return out
     made_from = {"kind": source.kind, "identity": identity, "series": str(series_path),
                  "sha256": sha256_file(series_path)}
@@ -189,12 +192,12 @@ def _resolve(source, config_dir: Path, progress: Progress) -> Path:
             generate_synthetic_store(p, n_tasks=source.tasks, n_realizations=source.realizations,
                                      seed=source.seed, sampling=source.sampling,
                                      daily_amplitude=source.daily_amplitude, progress=progress,
-                                     memory=source.memory)
+                                     memory=getattr(source, "memory", False))
         else:
             want = {"kind": "synthetic", "model_version": MODEL_VERSION, "tasks": source.tasks,
                     "realizations": source.realizations, "seed": source.seed, "sampling": source.sampling,
                     "daily_amplitude": source.daily_amplitude}
-            if source.memory:
+            if getattr(source, "memory", False):
                 want.update(memory=True, memory_version=MEMORY_VERSION)
             _check_store(p, want, lambda s: {
                 **_store_shape(s), "kind": _made(s, "kind"), "model_version": _made(s, "model_version"),
