@@ -236,6 +236,22 @@ def test_2011_bad_memory_is_a_bad_line_naming_file_and_line(tmp_path, column, va
     assert not out.exists()
 
 
+def test_bad_memory_lines_skipped_and_counted_and_missing_memory_filled_in(tmp_path):
+    rows = [usage_row(1, 0, 300_000_000 * k, 0.2, 0.25) for k in range(30)]
+    rows[3][6] = "-0.1"  # a bad mean: skipped
+    rows[5][10] = "x"  # a bad maximum: skipped
+    rows[7][6] = ""  # the mean from the maximum
+    rows[8][6] = rows[8][10] = ""  # neither: memory 0, counted
+    root = make_trace(tmp_path / "t", [event_row(1, 0, 0)], [rows])
+    report = ingest_google2011(root, tmp_path / "s.h5", on_bad_lines="skip", threads=1)
+    assert report.counts["usage_bad_lines"] == 2
+    assert report.counts["memory_filled_in"] == 1 and report.counts["memory_missing"] == 1
+    with open_series(tmp_path / "s.h5") as s:
+        mem_avg, mem_max = s.memory(0)
+        assert s.n_records == 28
+    assert (mem_avg[5], mem_max[5], mem_avg[6], mem_max[6]) == (np.float32(0.5), np.float32(0.5), 0, 0)
+
+
 @pytest.mark.parametrize("value, why", [("-1", "finite and >= 0"), ("abc", "not a number"), ("inf", "finite")])
 def test_2019_bad_memory_is_a_bad_line_naming_file_and_line(tmp_path, value, why):
     header = HEADER + ["avg_memory_usage", "max_memory_usage"]
@@ -258,7 +274,7 @@ def test_2019_missing_memory_taken_from_the_other_column(tmp_path):
     rows[2][-2:] = ["", ""]  # neither: 0, counted
     f = write_file(tmp_path / "in" / "t.csv", rows, header=header)
     report = ingest_google2019([f], tmp_path / "s.h5")
-    assert report.counts["memory_filled_in"] == 3 and report.counts["memory_missing"] == 1
+    assert report.counts["memory_filled_in"] == 2 and report.counts["memory_missing"] == 1
     with open_series(tmp_path / "s.h5") as s:
         mem_avg, mem_max = s.memory(0)
     np.testing.assert_array_equal(mem_avg[:3], np.float32([0.02, 0.01, 0.0]))

@@ -386,7 +386,7 @@ def read_usage(db: _Database, shards: list[Path], on_bad_lines: str, progress: P
         )
         above += con.execute(
             "SELECT count(*) FILTER (WHERE avg > 1), count(*) FILTER (WHERE inst > 1), "
-            "count(*) FILTER (WHERE mem_avg IS NULL OR mem_max IS NULL), "
+            "count(*) FILTER (WHERE (mem_avg IS NULL) <> (mem_max IS NULL)), "
             "count(*) FILTER (WHERE mem_avg IS NULL AND mem_max IS NULL) FROM usage_kept"
         ).fetchone()
         # memory (docs/ingest.md): a missing mean or maximum is taken from the

@@ -239,7 +239,7 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
             duplicates += int(np.all(arr[1:] == arr[:-1], axis=1).sum())
         if memory:  # a missing mean or maximum from the other; neither: 0 (counted)
             mem_avg, mem_max = usage[:, 2].copy(), usage[:, 3].copy()
-            filled_in += int((np.isnan(mem_avg) | np.isnan(mem_max)).sum())
+            filled_in += int((np.isnan(mem_avg) ^ np.isnan(mem_max)).sum())
             missing += int((np.isnan(mem_avg) & np.isnan(mem_max)).sum())
             mem_avg = np.where(np.isnan(mem_avg), mem_max, mem_avg)
             mem_max = np.where(np.isnan(mem_max), mem_avg, mem_max)
