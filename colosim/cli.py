@@ -374,7 +374,8 @@ def generate(
         SAMPLINGS[0], "--sampling",
         help=(
             "independent (the paper: x and y drawn separately), paired (x and y from the same "
-            "record; docs/spec.md §8) or time-aligned (shared trace times; docs/estimators.md)."
+            "record; docs/spec.md §8), time-aligned (shared trace times; docs/estimators.md) or "
+            "window-quantiles (x drawn from the window's CPU percentiles, Google 2019; docs/spec.md)."
         ),
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --out."),
@@ -519,8 +520,8 @@ def realize_cmd(
     sampling: Sampling = typer.Option(
         SAMPLINGS[0], "--sampling",
         help=(
-            "independent (the paper), paired, or time-aligned (shared trace times; "
-            "docs/estimators.md)."
+            "independent (the paper), paired, time-aligned (shared trace times; "
+            "docs/estimators.md) or window-quantiles (the window's CPU percentiles; docs/spec.md)."
         ),
     ),
     threads: Optional[int] = typer.Option(None, "--threads", help="Worker threads (the output does not depend on it)."),

@@ -8,7 +8,8 @@ A config has three tables (and an optional fourth)::
     tasks = 100000              # N, rows of the store
     realizations = 10000        # R
     seed = 2017
-    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/estimators.md)
+    sampling = "independent"    # or "paired" (SPEC §8), "time-aligned" (docs/estimators.md),
+                                # "window-quantiles" (docs/spec.md)
     daily_amplitude = 0.0       # optional common daily pattern (docs/estimators.md)
     memory = false              # realize memory too (set by itself when the grid packs memory)
 

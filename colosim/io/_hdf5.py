@@ -61,8 +61,9 @@ def dataset_offset(dset: h5py.Dataset) -> int | None:
     return dset.id.get_offset()
 
 
-def open_h5(path: str | os.PathLike, expected_format: str, what: str) -> h5py.File:
-    """Open ``path`` read-only and check its ``format`` attribute."""
+def open_h5(path: str | os.PathLike, expected_format: str, what: str, versions=(1, 2)) -> h5py.File:
+    """Open ``path`` read-only and check its ``format`` attribute and that
+    its ``format_version`` is one of ``versions``."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: {what} file not found")
@@ -81,9 +82,10 @@ def open_h5(path: str | os.PathLike, expected_format: str, what: str) -> h5py.Fi
         f.close()
         raise InputError(f"{path}: not a {what} file (format attribute is {fmt!r}, expected {expected_format!r})")
     version = f.attrs.get("format_version")
-    if version not in (1, 2):  # 2: with memory (docs/memory.md); 1: CPU only
+    if version not in versions:  # 2: with memory (docs/memory.md); 1: CPU only; series 3: window quantiles
         f.close()
-        raise InputError(f"{path}: unsupported {what} format_version {version!r} (expected 1 or 2)")
+        expected = ", ".join(str(v) for v in versions[:-1]) + f" or {versions[-1]}"
+        raise InputError(f"{path}: unsupported {what} format_version {version!r} (expected {expected})")
     return f
 
 

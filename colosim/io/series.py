@@ -5,6 +5,10 @@ k's records. ``inst`` is the instantaneous usage (Google 2011 column 20),
 ``avg`` the 5-minute average (column 6). Format version 2 adds memory:
 ``mem_avg``, the window's mean memory usage (column 7), and ``mem_max``, its
 maximum (column 11) (docs/memory.md); a version-1 file is CPU only.
+Format version 3 adds ``cpu_quantiles`` (records x 21, float32): the
+window's per-second CPU usage at the levels :data:`QUANTILE_LEVELS` (Google
+2019's ``cpu_usage_distribution`` and ``tail_cpu_usage_distribution``), the
+source of ``window-quantiles`` realization (docs/spec.md).
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ USAGE_DTYPE = np.dtype("<f4")
 #: traces' time unit (microseconds)
 WINDOW_US = 300_000_000
 
+#: probability levels of a record's ``cpu_quantiles``: 0, 0.1, ..., 0.9
+#: (``cpu_usage_distribution``), 0.91, ..., 0.99 (``tail_cpu_usage_distribution``)
+#: and 1 (the window's maximum second)
+QUANTILE_LEVELS = np.array([k / 10 for k in range(10)] + [k / 100 for k in range(91, 100)] + [1.0])
+N_QUANTILES = len(QUANTILE_LEVELS)
+SERIES_VERSIONS = (1, 2, 3)
+
 
 @dataclass
 class Series(MappedFile):
@@ -46,10 +57,24 @@ class Series(MappedFile):
     attrs: dict = field(default_factory=dict)
     mem_avg: np.ndarray | None = None
     mem_max: np.ndarray | None = None
+    cpu_quantiles: np.ndarray | None = None
 
     @property
     def has_memory(self) -> bool:
         return self.mem_max is not None
+
+    @property
+    def has_quantiles(self) -> bool:
+        """Whether records carry the window's CPU distribution (format 3)."""
+        return self.cpu_quantiles is not None
+
+    def quantiles(self, k: int) -> np.ndarray:
+        """Task k's ``cpu_quantiles``, records x :data:`N_QUANTILES`."""
+        if not self.has_quantiles:
+            raise InputError(f"{self.path or 'series'}: the series has no per-window CPU distributions "
+                             "(only Google 2019 data with percentiles has them)")
+        a, b = int(self.offsets[k]), int(self.offsets[k + 1])
+        return np.asarray(self.cpu_quantiles[a:b])
 
     def memory(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(mem_avg, mem_max) records of task k."""
@@ -113,9 +138,9 @@ class SeriesReader:
         a, b = int(self.series.offsets[k]), int(self.series.offsets[k + 1])
         if self._fd is None:
             return np.asarray(arr[a:b])
-        buf = np.empty(b - a, dtype=arr.dtype)
+        buf = np.empty((b - a, *arr.shape[1:]), dtype=arr.dtype)
         view = memoryview(buf).cast("B")
-        base = int(arr.offset) + a * arr.dtype.itemsize
+        base = int(arr.offset) + a * arr.dtype.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))
         got = 0
         while got < len(view):
             n = os.preadv(self._fd, [view[got:]], base + got)
@@ -138,6 +163,15 @@ class SeriesReader:
         if not self.series.has_memory:
             return self.series.memory(k)  # the error
         return self._read(self.series.mem_avg, k), self._read(self.series.mem_max, k)
+
+    @property
+    def has_quantiles(self) -> bool:
+        return self.series.has_quantiles
+
+    def quantiles(self, k: int) -> np.ndarray:
+        if not self.series.has_quantiles:
+            return self.series.quantiles(k)  # the error
+        return self._read(self.series.cpu_quantiles, k)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -179,7 +213,7 @@ def scan_usage(where, name: str, values: np.ndarray, block: int = 1 << 24) -> No
 def open_series(path: str | os.PathLike) -> Series:
     """Open a series file for reading (arrays memory-mapped)."""
     path = Path(path)
-    with open_h5(path, SERIES_FORMAT, "colosim series") as f:
+    with open_h5(path, SERIES_FORMAT, "colosim series", SERIES_VERSIONS) as f:
         for name in ("task_id", "offsets"):
             if name not in f:
                 raise InputError(f"{path}: series file has no dataset {name!r}")
@@ -197,12 +231,18 @@ def open_series(path: str | os.PathLike) -> Series:
         if "mem_max" in f or "mem_avg" in f:
             mem_avg = memmap_dataset(path, f, "mem_avg", USAGE_DTYPE, 1, "series")
             mem_max = memmap_dataset(path, f, "mem_max", USAGE_DTYPE, 1, "series")
+        cpu_quantiles = None
+        if "cpu_quantiles" in f:
+            cpu_quantiles = memmap_dataset(path, f, "cpu_quantiles", USAGE_DTYPE, 2, "series")
     validate_series_arrays(path, task_id, offsets, inst, avg, start_time)
     if mem_max is not None:
         for name, arr in (("mem_avg", mem_avg), ("mem_max", mem_max)):
             if arr.shape != inst.shape:
                 raise InputError(f"{path}: {name!r} has shape {arr.shape}, expected {inst.shape}")
-    return Series(path, task_id, offsets, inst, avg, start_time, attrs, mem_avg, mem_max)
+    if cpu_quantiles is not None and cpu_quantiles.shape != (len(inst), N_QUANTILES):
+        raise InputError(f"{path}: 'cpu_quantiles' has shape {cpu_quantiles.shape}, "
+                         f"expected {(len(inst), N_QUANTILES)}")
+    return Series(path, task_id, offsets, inst, avg, start_time, attrs, mem_avg, mem_max, cpu_quantiles)
 
 
 def write_series(
@@ -269,9 +309,10 @@ class SeriesWriter:
     without error.
     """
 
-    def __init__(self, path, *, task_id, offsets, source, filters, memory: bool = False):
+    def __init__(self, path, *, task_id, offsets, source, filters, memory: bool = False, quantiles: bool = False):
         self.path = Path(path)
         self.memory = bool(memory)
+        self.quantiles = bool(quantiles)
         self.task_id = np.asarray(task_id, dtype=np.int64).reshape(-1, 2)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.n_records = int(self.offsets[-1]) if len(self.offsets) else 0
@@ -300,8 +341,11 @@ class SeriesWriter:
             if self.memory:
                 create_contiguous(f, "mem_avg", (self.n_records,), USAGE_DTYPE)
                 create_contiguous(f, "mem_max", (self.n_records,), USAGE_DTYPE)
+            if self.quantiles:
+                create_contiguous(f, "cpu_quantiles", (self.n_records, N_QUANTILES), USAGE_DTYPE)
+                f["cpu_quantiles"].attrs["levels"] = QUANTILE_LEVELS
             f.attrs["format"] = SERIES_FORMAT
-            f.attrs["format_version"] = 2 if self.memory else 1
+            f.attrs["format_version"] = 3 if self.quantiles else 2 if self.memory else 1
             f.attrs["source"] = json.dumps(self._meta["source"], sort_keys=True)
             f.attrs["filters"] = json.dumps(self._meta["filters"], sort_keys=True)
             f.attrs["colosim_version"] = __version__
@@ -311,10 +355,12 @@ class SeriesWriter:
             raise
         return self
 
-    def write_records(self, start: int, inst, avg, start_time, mem_avg=None, mem_max=None) -> None:
+    def write_records(self, start: int, inst, avg, start_time, mem_avg=None, mem_max=None,
+                      cpu_quantiles=None) -> None:
         """Write records ``start : start + len(inst)``; blocks must arrive in
         file order, without gaps; ``mem_avg`` and ``mem_max`` exactly when the
-        file holds memory."""
+        file holds memory, ``cpu_quantiles`` (n x :data:`N_QUANTILES`,
+        non-decreasing along each record) exactly when it holds quantiles."""
         inst = np.asarray(inst, dtype=USAGE_DTYPE)
         avg = np.asarray(avg, dtype=USAGE_DTYPE)
         start_time = np.asarray(start_time, dtype=np.int64)
@@ -334,8 +380,21 @@ class SeriesWriter:
             if mem_avg.shape != (n,) or mem_max.shape != (n,):
                 raise ValueError("memory blocks differ in length from inst")
             usage += [("mem_avg", mem_avg), ("mem_max", mem_max)]
+        if (cpu_quantiles is not None) != self.quantiles:
+            raise ValueError("cpu_quantiles blocks are needed exactly when the series holds quantiles")
+        if self.quantiles:
+            cpu_quantiles = np.asarray(cpu_quantiles, dtype=USAGE_DTYPE)
+            if cpu_quantiles.shape != (n, N_QUANTILES):
+                raise ValueError(f"cpu_quantiles block has shape {cpu_quantiles.shape}, expected {(n, N_QUANTILES)}")
+            usage.append(("cpu_quantiles", cpu_quantiles))
+            unordered = (np.diff(cpu_quantiles, axis=1) < 0).any(axis=1)
+            if unordered.any():
+                i = int(np.flatnonzero(unordered)[0])
+                raise InputError(f"{self.path}: 'cpu_quantiles' record {start + i} would not be in increasing order")
         for name, arr in usage:
             bad = ~np.isfinite(arr) | (arr < 0)
+            if bad.ndim > 1:
+                bad = bad.any(axis=1)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise InputError(
@@ -349,6 +408,8 @@ class SeriesWriter:
             if self.memory:
                 self._file["mem_avg"][start : start + n] = mem_avg
                 self._file["mem_max"][start : start + n] = mem_max
+            if self.quantiles:
+                self._file["cpu_quantiles"][start : start + n] = cpu_quantiles
         self._next = start + n
 
     def __exit__(self, exc_type, exc, tb):

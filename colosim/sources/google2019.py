@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import InputError
-from ..io.series import SeriesWriter
+from ..io.series import N_QUANTILES, SeriesWriter
 from ..progress import Progress, no_progress
 from ._shards import find_shards, open_text
 from .ingest import MIN_RECORDS, IngestReport, check_arguments, claim_series, writing
@@ -33,6 +33,9 @@ REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_
 OPTIONAL = ("machine_id", "avg_memory_usage", "max_memory_usage")
 #: the memory columns, read when the header has both (docs/memory.md)
 MEMORY = ("avg_memory_usage", "max_memory_usage")
+#: the window's CPU percentiles p0, p10, ..., p90, p91, ..., p99, read when the
+#: header has all of them and ``max_cpu_usage`` (the window's maximum, p100)
+PERCENTILES = tuple(f"p{k}_cpu_usage" for k in (*range(0, 100, 10), *range(91, 100)))
 
 
 def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None:
@@ -51,7 +54,8 @@ def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None
             lineno = 1
             header = [h.strip() for h in header]
             _check_header(path, header)
-            col = {name: header.index(name) for name in REQUIRED + OPTIONAL if name in header}
+            wanted = REQUIRED + OPTIONAL + PERCENTILES + ("max_cpu_usage",)
+            col = {name: header.index(name) for name in wanted if name in header}
             width = len(header)
             for lineno, row in enumerate(reader, start=2):
                 if not row:
@@ -63,6 +67,14 @@ def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None
                     counts["bad_lines"] += 1
                     continue
                 key, values = record
+                if values[-1] is ABSENT:  # falls back to the record's sample in every knot (docs/spec.md)
+                    counts["distribution_absent"] += 1
+                    values = (*values[:-1], (values[2],) * N_QUANTILES)
+                elif values[-1] is not None and values[-1][0]:
+                    counts["max_below_p99"] += 1
+                    values = (*values[:-1], values[-1][1])
+                elif values[-1] is not None:
+                    values = (*values[:-1], values[-1][1])
                 tasks.setdefault(key, []).append(values)
     except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(
@@ -113,7 +125,46 @@ def _parse_row(row, width, col):
         if text and not (math.isfinite(value) and value >= 0):
             return f"{name} holds {text[:20]!r} ({what} usage must be finite and >= 0)", None
         values.append(value)
-    return None, ((collection, index), (time, machine, *values))
+    quantiles = None
+    if all(p in col for p in PERCENTILES) and "max_cpu_usage" in col:
+        problem, quantiles = _parse_percentiles(row, col)
+        if problem is not None:
+            return problem, None
+    return None, ((collection, index), (time, machine, *values, quantiles))
+
+
+#: a record whose window distribution is absent (-1 in every percentile)
+ABSENT = object()
+
+
+def _parse_percentiles(row, col):
+    """``(problem, value)``: value is :data:`ABSENT`, or ``(raised,
+    knots)`` with the 21 knots p0 ... p99, p100 (``max_cpu_usage``, raised
+    to p99 where it is below it: ``raised``) of docs/spec.md."""
+    knots = []
+    for name in PERCENTILES:
+        text = row[col[name]].strip()
+        try:
+            knots.append(float(text))
+        except ValueError:
+            return f"{name} is not a number ({text[:20]!r})", None
+    if all(v == -1 for v in knots):
+        return None, ABSENT
+    for name, v in zip(PERCENTILES, knots):
+        if not (0 <= v <= 1):
+            return f"{name} holds {v!r} (a percentile of CPU usage must lie in [0, 1], or be -1 in all of them)", None
+    for a, b, name in zip(knots, knots[1:], PERCENTILES[1:]):
+        if b < a:
+            return f"percentiles out of order ({name} {b!r} is below the one before it, {a!r})", None
+    text = row[col["max_cpu_usage"]].strip()
+    try:
+        top = float(text) if text else knots[-1]
+    except ValueError:
+        return f"max_cpu_usage is not a number ({text[:20]!r})", None
+    if not (math.isfinite(top) and top >= 0):
+        return f"max_cpu_usage holds {text[:20]!r} (CPU usage must be finite and >= 0)", None
+    raised = top < knots[-1]
+    return None, (raised, (*knots, max(top, knots[-1])))
 
 
 def collect_files(paths: Iterable) -> list[Path]:
@@ -169,7 +220,7 @@ def ingest_google2019(
 def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, progress: Progress) -> IngestReport:
     out = output.path
     tasks: dict = {}
-    counts = {"bad_lines": 0}
+    counts = {"bad_lines": 0, "distribution_absent": 0, "max_below_p99": 0}
     advance = progress(f"instance_usage ({len(files)} files)", sum(p.stat().st_size for p in files), unit="B")
     for path in files:
         _read_file(path, on_bad_lines, tasks, counts)
@@ -181,23 +232,27 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     for key in keys:
         rows = tasks[key]
         arr = np.array([r[:2] for r in rows], dtype=np.int64).reshape(-1, 2)
-        usage = np.array([r[2:] for r in rows], dtype=np.float64)
-        arrays[key] = (arr, usage.reshape(len(rows), -1))
+        usage = np.array([r[2:-1] for r in rows], dtype=np.float64)
+        quant = np.array([r[-1] for r in rows], dtype=np.float64) if all(r[-1] is not None for r in rows) else None
+        arrays[key] = (arr, usage.reshape(len(rows), -1), quant)
     widths = {a[1].shape[1] for a in arrays.values()}
     if len(widths) > 1:  # some files with memory, some without: memory only where every file has it
-        arrays = {k: (a, u[:, :2]) for k, (a, u) in arrays.items()}
+        arrays = {k: (a, u[:, :2], q) for k, (a, u, q) in arrays.items()}
     memory = bool(arrays) and next(iter(arrays.values()))[1].shape[1] == 4
+    quantiles = bool(arrays) and all(q is not None for _a, _u, q in arrays.values())
+    if not quantiles:
+        arrays = {k: (a, u, None) for k, (a, u, _q) in arrays.items()}
     n0 = sum(len(a[0]) for a in arrays.values())
     report.add_step("input", "instance_usage records read", len(keys), n0)
     # step 2: records missing the sampled or the average usage
     kept = {}
     dropped_r = 0
     for key in keys:
-        arr, usage = arrays[key]
+        arr, usage, quant = arrays[key]
         ok = ~np.isnan(usage[:, :2]).any(axis=1)
         dropped_r += int((~ok).sum())
         if ok.any():
-            kept[key] = (arr[ok], usage[ok])
+            kept[key] = (arr[ok], usage[ok], None if quant is None else quant[ok])
     report.add_step(
         "missing", "records missing avg_cpu_usage or random_sample_cpu_usage dropped (tasks left with none)",
         len(kept), n0 - dropped_r, len(keys) - len(kept), dropped_r,
@@ -205,7 +260,7 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     n2 = n0 - dropped_r
     # step 3: average above 1 -> the record's instantaneous value
     replaced = inst_above = 0
-    for _key, (_arr, usage) in kept.items():
+    for _key, (_arr, usage, _quant) in kept.items():
         above = usage[:, 1] > 1
         replaced += int(above.sum())
         inst_above += int((usage[:, 0] > 1).sum())
@@ -232,9 +287,10 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     duplicates = filled_in = missing = 0
     blocks = []
     for key in out_keys:
-        arr, usage = long_[key]
+        arr, usage, quant = long_[key]
         order = np.lexsort((arr[:, 1], arr[:, 0]))  # by time, then machine
         arr, usage = arr[order], usage[order]
+        quant = None if quant is None else quant[order]
         if len(arr) > 1:
             duplicates += int(np.all(arr[1:] == arr[:-1], axis=1).sum())
         if memory:  # a missing mean or maximum from the other; neither: 0 (counted)
@@ -243,9 +299,9 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
             missing += int((np.isnan(mem_avg) & np.isnan(mem_max)).sum())
             mem_avg = np.where(np.isnan(mem_avg), mem_max, mem_avg)
             mem_max = np.where(np.isnan(mem_max), mem_avg, mem_max)
-            blocks.append((arr[:, 0], usage[:, 0], usage[:, 1], np.nan_to_num(mem_avg), np.nan_to_num(mem_max)))
+            blocks.append((quant, arr[:, 0], usage[:, 0], usage[:, 1], np.nan_to_num(mem_avg), np.nan_to_num(mem_max)))
         else:
-            blocks.append((arr[:, 0], usage[:, 0], usage[:, 1]))
+            blocks.append((quant, arr[:, 0], usage[:, 0], usage[:, 1]))
     report.counts.update(
         avg_above_1_replaced=replaced,
         inst_above_1=inst_above,
@@ -257,11 +313,13 @@ def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, prog
     )
     if memory:
         report.counts.update(memory_filled_in=filled_in, memory_missing=missing)
+    if quantiles:  # records read, before the filters
+        report.counts.update(distribution_absent=counts["distribution_absent"], max_below_p99=counts["max_below_p99"])
     task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
     source = dict(format="google2019", files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
     output.check()
     with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict(),
-                      memory=memory) as writer:
-        for k, (start_time, inst, avg, *mem) in enumerate(blocks):
-            writer.write_records(int(offsets[k]), inst, avg, start_time, *mem)
+                      memory=memory, quantiles=quantiles) as writer:
+        for k, (quant, start_time, inst, avg, *mem) in enumerate(blocks):
+            writer.write_records(int(offsets[k]), inst, avg, start_time, *mem, cpu_quantiles=quant)
     return report

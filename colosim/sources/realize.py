@@ -19,6 +19,13 @@ record of its task that covers ``tau_t`` (the last record with ``start <=
 tau_t < start + WINDOW_US``); where none does, the record
 ``g.integers(0, T_j, R)[t]`` with ``g = default_rng([seed, 1, j])`` (the
 paired draw). x and y come from the same record.
+
+``window-quantiles`` (docs/spec.md, beside §8; for series with the window's
+CPU percentiles, Google 2019) draws the record indices as ``independent``,
+then ``u = g.random(R)`` from the same generator; x at realization t is the
+record ``ix[t]``'s quantile function at ``u[t]``, linear between its knots
+at :data:`~colosim.io.series.QUANTILE_LEVELS` (p0, the window's least
+second, to p100, its greatest), in float64 then rounded to float32.
 """
 
 from __future__ import annotations
@@ -36,12 +43,12 @@ from .. import streams
 from ..errors import InputError
 from ..io._hdf5 import sha256_file
 from ..io.outputs import claim, lock
-from ..io.series import WINDOW_US, open_series
+from ..io.series import QUANTILE_LEVELS, WINDOW_US, open_series
 from ..io.store import STORE_KIND, StoreWriter
 from ..progress import Progress, no_progress
 from ..resources import check_disk, check_memory
 
-SAMPLINGS = ("independent", "paired", "time-aligned")
+SAMPLINGS = ("independent", "paired", "time-aligned", "window-quantiles")
 
 
 class SeriesSource(Protocol):
@@ -74,6 +81,28 @@ def draw_indices(seed: int, j: int, length: int, n_realizations: int, sampling: 
     ix = g.integers(0, length, n_realizations)
     iy = ix if sampling == "paired" else g.integers(0, length, n_realizations)
     return ix, iy
+
+
+def quantile_draws(seed: int, j: int, length: int, n_realizations: int):
+    """Record indices (x, y) of stored row j and the levels ``u`` of its x
+    draws (``window-quantiles``): the indices are the ``independent`` ones."""
+    g = streams.row_draws(seed, j)
+    ix = g.integers(0, length, n_realizations)
+    iy = g.integers(0, length, n_realizations)
+    return ix, iy, g.random(n_realizations)
+
+
+def interpolate_quantiles(knots: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The quantile functions of ``knots`` (draws x levels, the knot values
+    of each draw's record at :data:`QUANTILE_LEVELS`) at ``u`` (one level per
+    draw, in [0, 1)): linear between the two knots around ``u``, in float64."""
+    levels = QUANTILE_LEVELS
+    k = np.clip(np.searchsorted(levels, u, side="right") - 1, 0, len(levels) - 2)
+    w = (u - levels[k]) / (levels[k + 1] - levels[k])
+    rows = np.arange(len(u))
+    lo = knots[rows, k].astype(np.float64)
+    hi = knots[rows, k + 1].astype(np.float64)
+    return lo + w * (hi - lo)
 
 
 def shared_times(seed: int, n_realizations: int, t0: int, t1: int) -> np.ndarray:
@@ -125,9 +154,20 @@ def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, y
                 raise InputError(f"series task {k}: {name!r} holds NaN, infinite or negative usage")
         if tau is not None:
             ix = iy = aligned_indices(seed, j, start_time, tau)
+        elif sampling == "window-quantiles":
+            ix, iy, u = quantile_draws(seed, j, len(inst), n_realizations)
         else:
             ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
-        np.take(inst, ix, out=xb[j - start])
+        if sampling == "window-quantiles":
+            knots = np.asarray(reader.quantiles(k), dtype=np.float32)
+            if knots.shape != (len(inst), len(QUANTILE_LEVELS)):
+                raise InputError(f"series task {k}: quantiles of shape {knots.shape}, expected "
+                                 f"{(len(inst), len(QUANTILE_LEVELS))}")
+            if not (np.isfinite(knots).all() and (knots >= 0).all() and (np.diff(knots, axis=1) >= 0).all()):
+                raise InputError(f"series task {k}: 'cpu_quantiles' holds NaN, negative or unordered values")
+            xb[j - start] = interpolate_quantiles(knots[ix], u)
+        else:
+            np.take(inst, ix, out=xb[j - start])
         np.take(avg, iy, out=yb[j - start])
         if mb is not None:
             _, mem_max = reader.memory(k)
@@ -194,6 +234,10 @@ def realize(
             raise InputError("sampling 'time-aligned' needs record start times, and this source has none",
                              param="sampling")
         tau = shared_times(seed, n_realizations, *time_range())
+    if sampling == "window-quantiles" and not getattr(series, "has_quantiles", False):
+        name = getattr(series, "path", None) or "this source"
+        raise InputError(f"sampling 'window-quantiles' needs each window's CPU percentiles, and {name} has none "
+                         "(ingest Google 2019 data that has them)", param="sampling")
     n_buffers = threads + 2
     buffers = [
         (np.empty((block_rows, n_realizations), dtype=np.float32),
