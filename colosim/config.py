@@ -308,6 +308,9 @@ def _source(src: dict, path: Path) -> Source:
             if src[name] not in SAMPLINGS:
                 raise InputError(f"{path}: source.sampling must be "
                                  f"{', '.join(repr(s) for s in SAMPLINGS)}, not {src[name]!r}")
+            if src[name] == "window-quantiles" and kind in ("synthetic", "google2011"):
+                raise InputError(f"{path}: source.sampling 'window-quantiles' needs each window's CPU percentiles, "
+                                 f"which a {kind} source has not (Google 2019 data has them)")
             values[name] = src[name]
         elif name == "memory":
             if not isinstance(src[name], bool):

@@ -122,8 +122,8 @@ def _derived_store_path(source, config_dir: Path, identity: str) -> Path:
 
 def _series_path(source, identity: str) -> Path:
     """Where the series file ingested from a trace source is kept (series
-    format 2, with memory)."""
-    return cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}-v2.h5"
+    format 2 with memory, and 3 with Google 2019's window percentiles)."""
+    return cache_dir() / f"series-{source.kind}-{identity}-m{source.min_records}-v3.h5"
 
 
 def _derived_store(source, config_dir: Path, series_path: Path, identity: str, progress: Progress) -> Path:
