@@ -21,12 +21,12 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
-
 from ..errors import InputError
-from ..io.series import N_QUANTILES, SeriesWriter
+from ..io.series import N_QUANTILES
 from ..progress import Progress, no_progress
+from ._google2019_series import build_series
 from ._shards import find_shards, open_text
+from .google2019_tables import ingest_tables, table_files
 from .ingest import MIN_RECORDS, IngestReport, check_arguments, claim_series, writing
 
 REQUIRED = ("time", "collection_id", "instance_index", "avg_cpu_usage", "random_sample_cpu_usage")
@@ -204,12 +204,21 @@ def ingest_google2019(
 ) -> IngestReport:
     """Ingest per-task Google 2019 ``instance_usage`` CSVs into ``out``.
 
-    ``paths``: files, folders (searched recursively) or globs. Parameters are
-    as for :func:`~colosim.sources.google2011.ingest_google2011`; the report
-    has no ``failing`` step.
+    ``paths``: files, folders (searched recursively) or globs: per-task CSVs,
+    or the trace's own tables (``instance_usage*`` and ``instance_events*``
+    as JSON lines or parquet; :mod:`colosim.sources.google2019_tables`).
+    Parameters are as for :func:`~colosim.sources.google2011.ingest_google2011`;
+    the report has a ``failing`` step only when events are given.
     """
     check_arguments(min_records, on_bad_lines)
     spec_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    tables = table_files(spec_list)
+    if tables is not None:  # the trace's own tables (JSON lines or parquet)
+        usage, events = tables
+        folders = [Path(p) for p in spec_list if Path(p).is_dir()]
+        output = claim_series(out, inputs=[*usage, *events, *folders], force=force)
+        with writing(output):
+            return ingest_tables(usage, events, output, min_records, on_bad_lines, progress)
     files = collect_files(spec_list)
     folders = [Path(p) for p in spec_list if Path(p).is_dir()]
     output = claim_series(out, inputs=[*files, *folders], force=force)
@@ -218,108 +227,10 @@ def ingest_google2019(
 
 
 def _ingest(files: list[Path], output, min_records: int, on_bad_lines: str, progress: Progress) -> IngestReport:
-    out = output.path
     tasks: dict = {}
     counts = {"bad_lines": 0, "distribution_absent": 0, "max_below_p99": 0}
     advance = progress(f"instance_usage ({len(files)} files)", sum(p.stat().st_size for p in files), unit="B")
     for path in files:
         _read_file(path, on_bad_lines, tasks, counts)
         advance(path.stat().st_size)
-
-    report = IngestReport()
-    keys = sorted(tasks)
-    arrays = {}
-    for key in keys:
-        rows = tasks[key]
-        arr = np.array([r[:2] for r in rows], dtype=np.int64).reshape(-1, 2)
-        usage = np.array([r[2:-1] for r in rows], dtype=np.float64)
-        quant = np.array([r[-1] for r in rows], dtype=np.float64) if all(r[-1] is not None for r in rows) else None
-        arrays[key] = (arr, usage.reshape(len(rows), -1), quant)
-    widths = {a[1].shape[1] for a in arrays.values()}
-    if len(widths) > 1:  # some files with memory, some without: memory only where every file has it
-        arrays = {k: (a, u[:, :2], q) for k, (a, u, q) in arrays.items()}
-    memory = bool(arrays) and next(iter(arrays.values()))[1].shape[1] == 4
-    quantiles = bool(arrays) and all(q is not None for _a, _u, q in arrays.values())
-    if not quantiles:
-        arrays = {k: (a, u, None) for k, (a, u, _q) in arrays.items()}
-    n0 = sum(len(a[0]) for a in arrays.values())
-    report.add_step("input", "instance_usage records read", len(keys), n0)
-    # step 2: records missing the sampled or the average usage
-    kept = {}
-    dropped_r = 0
-    for key in keys:
-        arr, usage, quant = arrays[key]
-        ok = ~np.isnan(usage[:, :2]).any(axis=1)
-        dropped_r += int((~ok).sum())
-        if ok.any():
-            kept[key] = (arr[ok], usage[ok], None if quant is None else quant[ok])
-    report.add_step(
-        "missing", "records missing avg_cpu_usage or random_sample_cpu_usage dropped (tasks left with none)",
-        len(kept), n0 - dropped_r, len(keys) - len(kept), dropped_r,
-    )
-    n2 = n0 - dropped_r
-    # step 3: average above 1 -> the record's instantaneous value
-    replaced = inst_above = 0
-    for _key, (_arr, usage, _quant) in kept.items():
-        above = usage[:, 1] > 1
-        replaced += int(above.sum())
-        inst_above += int((usage[:, 0] > 1).sum())
-        usage[above, 1] = usage[above, 0]
-    report.add_step("above_1", "averages above 1 replaced by the instantaneous value", len(kept), n2, 0, 0)
-    # step 4: zero-usage tasks (on the stored float32 values, as for 2011)
-    nonzero = {k: v for k, v in kept.items() if np.any(v[1][:, 0].astype(np.float32) > 0)}
-    zero_r = sum(len(v[0]) for k, v in kept.items() if k not in nonzero)
-    report.add_step(
-        "zero_usage", "tasks with zero instantaneous usage in every record dropped",
-        len(nonzero), n2 - zero_r, len(kept) - len(nonzero), zero_r,
-    )
-    n4 = n2 - zero_r
-    # step 5: short tasks
-    long_ = {k: v for k, v in nonzero.items() if len(v[0]) >= min_records}
-    short_r = sum(len(v[0]) for k, v in nonzero.items() if k not in long_)
-    report.add_step(
-        "short", f"short tasks (fewer than {min_records} records after step 2) dropped",
-        len(long_), n4 - short_r, len(nonzero) - len(long_), short_r,
-    )
-    out_keys = sorted(long_)
-    lengths = np.array([len(long_[k][0]) for k in out_keys], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    duplicates = filled_in = missing = 0
-    blocks = []
-    for key in out_keys:
-        arr, usage, quant = long_[key]
-        order = np.lexsort((arr[:, 1], arr[:, 0]))  # by time, then machine
-        arr, usage = arr[order], usage[order]
-        quant = None if quant is None else quant[order]
-        if len(arr) > 1:
-            duplicates += int(np.all(arr[1:] == arr[:-1], axis=1).sum())
-        if memory:  # a missing mean or maximum from the other; neither: 0 (counted)
-            mem_avg, mem_max = usage[:, 2].copy(), usage[:, 3].copy()
-            filled_in += int((np.isnan(mem_avg) ^ np.isnan(mem_max)).sum())
-            missing += int((np.isnan(mem_avg) & np.isnan(mem_max)).sum())
-            mem_avg = np.where(np.isnan(mem_avg), mem_max, mem_avg)
-            mem_max = np.where(np.isnan(mem_max), mem_avg, mem_max)
-            blocks.append((quant, arr[:, 0], usage[:, 0], usage[:, 1], np.nan_to_num(mem_avg), np.nan_to_num(mem_max)))
-        else:
-            blocks.append((quant, arr[:, 0], usage[:, 0], usage[:, 1]))
-    report.counts.update(
-        avg_above_1_replaced=replaced,
-        inst_above_1=inst_above,
-        duplicates=duplicates,
-        bad_lines=counts["bad_lines"],
-        min_records=int(min_records),
-        on_bad_lines=on_bad_lines,
-        files=len(files),
-    )
-    if memory:
-        report.counts.update(memory_filled_in=filled_in, memory_missing=missing)
-    if quantiles:  # records read, before the filters
-        report.counts.update(distribution_absent=counts["distribution_absent"], max_below_p99=counts["max_below_p99"])
-    task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
-    source = dict(format="google2019", files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
-    output.check()
-    with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict(),
-                      memory=memory, quantiles=quantiles) as writer:
-        for k, (quant, start_time, inst, avg, *mem) in enumerate(blocks):
-            writer.write_records(int(offsets[k]), inst, avg, start_time, *mem, cpu_quantiles=quant)
-    return report
+    return build_series(tasks, counts, output, files, min_records, on_bad_lines, fmt="google2019")
