@@ -204,3 +204,19 @@ def test_mixed_formats_and_events_alone_are_refused(tmp_path):
     with pytest.raises(InputError, match="no instance_usage files"):
         ingest_google2019([tmp_path / "b"], tmp_path / "s.h5")
     assert not (tmp_path / "s.h5").exists()
+
+
+def test_integers_written_as_strings_are_read(tmp_path):
+    """BigQuery's JSON export writes INT64 values as JSON strings."""
+    recs = []
+    for t in range(30):
+        r = record(t)
+        for k in ("start_time", "end_time", "collection_id", "instance_index", "machine_id"):
+            r[k] = str(r[k])
+        recs.append(r)
+    write_lines(tmp_path / "instance_usage.json", recs)
+    write_lines(tmp_path / "instance_events.json", [{"collection_id": "7", "instance_index": "1", "type": "5"}])
+    ingest_google2019([tmp_path], tmp_path / "s.h5")
+    s = open_series(tmp_path / "s.h5")
+    assert s.task_id.tolist() == [[7, 0]]
+    assert np.asarray(s.start_time).tolist() == [300_000_000 * t for t in range(30)]
