@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import as_rows, evaluate, instance_metrics, pack_observed
+from .engine import as_rows, checks_in_statistics, evaluate, instance_metrics, pack_observed
 from .errors import InputError
-from .io._checks import usage_problem
+from .io._checks import raise_usage_problem, usage_problem
 from .model.grid import GridPoint
 from .model.metrics import Metrics
 
 
-def as_usage_matrix(name: str, value) -> np.ndarray:
+def as_usage_matrix(name: str, value, check: bool = True) -> np.ndarray:
     """A 2-D, C-contiguous float32/float64 array of finite, non-negative
-    usage, or an :class:`InputError` naming ``name``."""
+    usage, or an :class:`InputError` naming ``name`` (the values unchecked
+    when ``check`` is False: the caller checks them, see :func:`run`)."""
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and the like
@@ -33,11 +34,8 @@ def as_usage_matrix(name: str, value) -> np.ndarray:
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
     arr = np.ascontiguousarray(arr)
-    problem = usage_problem(arr)  # one pass, no temporaries
-    if problem == 1:
-        raise InputError(f"{name} holds NaN or infinite values")
-    if problem == 2:
-        raise InputError(f"{name} holds negative values")
+    if check:
+        raise_usage_problem(name, usage_problem(arr))  # one pass, no temporaries
     return arr
 
 
@@ -143,16 +141,26 @@ def run(x, y=None, estimator: str = "gpa:0.01", capacity: float = 1.0, algorithm
         ``oversize``, ``assign`` (and ``counts`` = q_j, ``bin_type``, ...);
         with memory also ``q_memory``, ``q_memory_max``, ``memory_bound``.
     """
-    x = as_usage_matrix("x", x)
-    if y is not None:
-        y = as_usage_matrix("y", y)
-        if y.shape != x.shape:
-            raise InputError(f"y has shape {y.shape} but x has shape {x.shape}")
-    elif data == "avg":
-        raise InputError("data = 'avg' needs y")
-    point = GridPoint.make(estimator, algorithm, capacity, clairvoyance, data, rebalance, headroom, fit_rule,
-                           memory_capacity, memory_estimator)
-    memory = _memory_point(point, memory, x, "x")
+    x = as_usage_matrix("x", x, check=False)
+    # x's values are checked last, so that a point whose statistics cover
+    # all of float32 x checks them in its statistics pass (each row read
+    # once); any other error waits for x's check, which comes first as ever
+    try:
+        if y is not None:
+            y = as_usage_matrix("y", y)
+            if y.shape != x.shape:
+                raise InputError(f"y has shape {y.shape} but x has shape {x.shape}")
+        elif data == "avg":
+            raise InputError("data = 'avg' needs y")
+        point = GridPoint.make(estimator, algorithm, capacity, clairvoyance, data, rebalance, headroom, fit_rule,
+                               memory_capacity, memory_estimator)
+        memory = _memory_point(point, memory, x, "x")
+    except Exception:
+        raise_usage_problem("x", usage_problem(x))
+        raise
+    if x.dtype == np.float32 and checks_in_statistics(point):
+        return instance_metrics(x, y, [point], memory=memory, unchecked="x")[0]
+    raise_usage_problem("x", usage_problem(x))
     return instance_metrics(x, y, [point], memory=memory)[0]
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import streams
 from .errors import InputError
+from .io._checks import raise_usage_problem, statistics_problem, usage_problem
 from .kernels.evaluate import count_violations
 from .kernels.packing import pack_many
 from .kernels.stats import row_maxima, row_means
@@ -68,8 +69,11 @@ class Observations:
     (data, clairvoyance): the observation columns, their statistics, and
     their layout for judging packings on them (calibration)."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray | None, points: list[GridPoint]):
+    def __init__(self, x: np.ndarray, y: np.ndarray | None, points: list[GridPoint], unchecked: str | None = None):
         self.x, self.y = x, y
+        #: x's name when its values are yet to be checked: by the first
+        #: statistics over all of x (float32), else by :meth:`check`
+        self.unchecked = unchecked
         R = x.shape[1]
         self.k = {p.clairvoyance: observation_split(p.clairvoyance, R)[0] for p in points}
         self._levels: dict[tuple, set] = {}
@@ -100,10 +104,21 @@ class Observations:
         key = (data, clairvoyance)
         if key not in self._stats:
             t0 = time.perf_counter()
-            self._stats[key] = compute_statistics(self.source(data), sorted(self._levels.get(key, ())),
-                                                  self.k[clairvoyance])
+            stats = compute_statistics(self.source(data), sorted(self._levels.get(key, ())), self.k[clairvoyance])
+            if self.unchecked is not None and data == "inst" and self.k[clairvoyance] == self.x.shape[1]:
+                self._raise_problem(statistics_problem(stats.mean, stats.maximum, stats.minimum))
+            self._stats[key] = stats
             self.statistics_seconds += time.perf_counter() - t0
         return self._stats[key]
+
+    def _raise_problem(self, problem: int) -> None:
+        name, self.unchecked = self.unchecked, None
+        raise_usage_problem(name, problem)
+
+    def check(self) -> None:
+        """Check x's values now if no statistics have (a pass of its own)."""
+        if self.unchecked is not None:
+            self._raise_problem(usage_problem(self.x))
 
     def _of_all_of_x(self) -> TaskStatistics | None:
         """Statistics computed so far over every column of x, if any."""
@@ -410,14 +425,29 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts,
     return [counts[q, :m] for q, m in enumerate(sizes)], severity, squares
 
 
+def checks_in_statistics(p: GridPoint) -> bool:
+    """Whether the first thing a point computes is the statistics over
+    every column of x (a scalar item form on inst data, all observed), which
+    then check x's values too (see ``unchecked`` of
+    :func:`instance_metrics`)."""
+    return _in_one_scalar_call(p) and not p.memory and p.data == "inst" and p.clairvoyance == 1.0
+
+
 def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint],
-                     work: dict | None = None, memory: np.ndarray | None = None) -> list[Metrics]:
+                     work: dict | None = None, memory: np.ndarray | None = None,
+                     unchecked: str | None = None) -> list[Metrics]:
     """Pack and evaluate one instance (rows of x and y) at every grid point.
 
     ``x``, ``y``: validated float32 or float64 arrays of shape (n, R) (``y``
     may be None when no point uses ``data = "avg"``). ``memory``: the
     memory realizations (n, R), needed when a point packs memory too
     (docs/memory.md).
+
+    ``unchecked``, when given, is x's name and says that its values are
+    not yet checked (SPEC §10): the statistics over all of float32 x check
+    them (where every point computes them first; else a pass of its own
+    does), and a bad value raises :class:`InputError` as
+    :func:`colosim.api.as_usage_matrix` would, before any packing.
 
     ``work``, when given, is a profile the call adds to (for benchmarks):
     seconds of ``"statistics"``, ``"packing"`` and ``"evaluation"``, the
@@ -426,9 +456,12 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     """
     n, R = x.shape
     t0 = time.perf_counter()
-    obs = Observations(x, y, points)
+    obs = Observations(x, y, points, unchecked)
+    if unchecked is not None and not (x.dtype == np.float32 and all(checks_in_statistics(p) for p in points)):
+        obs.check()
     mobs = memory_observations(memory, points)
     packings = pack_points(points, obs, mobs)
+    obs.check()  # (done already by the statistics)
     t1 = time.perf_counter()
     firsts = [observation_split(p.clairvoyance, R)[1] for p in points]
     start = min(firsts)

@@ -115,3 +115,60 @@ def test_percentiles_by_radix_selection_are_numpys(k, seed, shape, levels):
     levels = np.array(sorted(levels))
     got = task_statistics(x, k, levels)[4][0]
     assert np.array_equal(got, np.percentile(x[0].astype(np.float64), levels))
+
+
+_ROWS = {"gamma": lambda rng, k: rng.gamma(0.6, 0.05, k),
+         "narrow": lambda rng, k: 0.5 + rng.random(k) * 1e-6,
+         "ties": lambda rng, k: rng.integers(0, 3, k) / 4.0,
+         "zeros": lambda rng, k: np.where(rng.random(k) < 0.9, 0.0, rng.random(k)),
+         "half-zeros": lambda rng, k: np.where(rng.random(k) < 0.5, 0.0, rng.gamma(0.5, 0.1, k)),
+         "spread": lambda rng, k: rng.random(k) * 2.0 ** rng.integers(-30, 10, k),
+         "constant": lambda rng, k: np.full(k, 0.25),
+         "ascending": lambda rng, k: np.sort(rng.random(k)),
+         "descending": lambda rng, k: np.sort(rng.random(k))[::-1],
+         "few": lambda rng, k: rng.choice(rng.random(5), k),
+         "huge": lambda rng, k: np.where(rng.random(k) < 0.01, np.inf, rng.random(k))}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 12000), st.integers(0, 2**32 - 1), st.sampled_from(sorted(_ROWS)),
+       st.lists(st.floats(0, 100), min_size=1, max_size=6))
+def test_bracketed_percentiles_are_the_radix_selections_bit_for_bit(k, seed, shape, levels):
+    """The bracketed selection of float32 percentiles (cuts from a sample,
+    a counting pass, a gathering pass) gives the very bits of the radix
+    selection and NumPy's values, on rows of ties, zeros of either sign,
+    constant, sorted and reversed rows, and infinities."""
+    from colosim.kernels._sort import select_work
+    from colosim.kernels.stats import SAMPLE, _percentiles_bracketed, _percentiles_sorted
+
+    rng = np.random.default_rng(seed)
+    row = np.ascontiguousarray(_ROWS[shape](rng, k), dtype=np.float32)
+    if shape in ("zeros", "half-zeros"):
+        row[::7] = np.where(row[::7] == 0, np.float32(-0.0), row[::7])
+    levels = np.array(sorted(levels))
+    want = np.empty(levels.size)
+    _percentiles_sorted(row, levels, want, select_work(k))
+    got = np.empty(levels.size)
+    ok = _percentiles_bracketed(row, levels, got, np.empty(k, np.float32), np.empty(SAMPLE, np.float32),
+                                np.empty(2, np.float32))
+    assert ok
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    with np.errstate(invalid="ignore"):  # inf - inf in NumPy's lerp
+        assert np.array_equal(got, np.percentile(row.astype(np.float64), levels), equal_nan=True)
+
+
+def test_bracketed_percentiles_refuse_a_row_with_nan():
+    """A row with NaN is left to the radix selection: the caller
+    falls back to the radix selection (whose answer stands, as before)."""
+    from colosim.kernels._sort import select_work
+    from colosim.kernels.stats import SAMPLE, _percentiles_bracketed, _percentiles_sorted
+
+    row = np.random.default_rng(3).random(5000).astype(np.float32)
+    row[17] = np.nan
+    levels = np.array([50.0])
+    assert not _percentiles_bracketed(row, levels, np.empty(1), np.empty(5000, np.float32),
+                                      np.empty(SAMPLE, np.float32), np.empty(2, np.float32))
+    want = np.empty(1)
+    _percentiles_sorted(row, levels, want, select_work(5000))
+    x = row[None, :].copy()
+    assert task_statistics(x, 5000, levels)[4][0].view(np.uint64) == want.view(np.uint64)
