@@ -66,15 +66,9 @@ def _read_file(path: Path, on_bad_lines: str, tasks: dict, counts: dict) -> None
                         raise InputError(f"{path}: line {lineno}: {problem}")
                     counts["bad_lines"] += 1
                     continue
-                key, values = record
-                if values[-1] is ABSENT:  # falls back to the record's sample in every knot (docs/spec.md)
-                    counts["distribution_absent"] += 1
-                    values = (*values[:-1], (values[2],) * N_QUANTILES)
-                elif values[-1] is not None and values[-1][0]:
-                    counts["max_below_p99"] += 1
-                    values = (*values[:-1], values[-1][1])
-                elif values[-1] is not None:
-                    values = (*values[:-1], values[-1][1])
+                key, values, note = record
+                if note is not None:
+                    counts[note] += 1
                 tasks.setdefault(key, []).append(values)
     except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(
@@ -125,46 +119,43 @@ def _parse_row(row, width, col):
         if text and not (math.isfinite(value) and value >= 0):
             return f"{name} holds {text[:20]!r} ({what} usage must be finite and >= 0)", None
         values.append(value)
-    quantiles = None
+    quantiles = note = None
     if all(p in col for p in PERCENTILES) and "max_cpu_usage" in col:
-        problem, quantiles = _parse_percentiles(row, col)
+        problem, quantiles, note = _parse_percentiles(row, col, values[0])
         if problem is not None:
             return problem, None
-    return None, ((collection, index), (time, machine, *values, quantiles))
+    return None, ((collection, index), (time, machine, *values, quantiles), note)
 
 
-#: a record whose window distribution is absent (-1 in every percentile)
-ABSENT = object()
-
-
-def _parse_percentiles(row, col):
-    """``(problem, value)``: value is :data:`ABSENT`, or ``(raised,
-    knots)`` with the 21 knots p0 ... p99, p100 (``max_cpu_usage``, raised
-    to p99 where it is below it: ``raised``) of docs/spec.md."""
+def _parse_percentiles(row, col, sample):
+    """``(problem, knots, note)``: the 20 knots p0 ... p99, p100 of
+    docs/spec.md, with ``max_cpu_usage`` as p100, raised to p99 where it is
+    below (note ``max_below_p99``); an absent distribution (-1 in every
+    percentile) gives ``sample`` in every knot (note ``distribution_absent``)."""
     knots = []
     for name in PERCENTILES:
         text = row[col[name]].strip()
         try:
             knots.append(float(text))
         except ValueError:
-            return f"{name} is not a number ({text[:20]!r})", None
+            return f"{name} is not a number ({text[:20]!r})", None, None
     if all(v == -1 for v in knots):
-        return None, ABSENT
+        return None, (sample,) * N_QUANTILES, "distribution_absent"
     for name, v in zip(PERCENTILES, knots):
         if not (0 <= v <= 1):
-            return f"{name} holds {v!r} (a percentile of CPU usage must lie in [0, 1], or be -1 in all of them)", None
+            return (f"{name} holds {v!r} (a percentile of CPU usage must lie in [0, 1], "
+                    "or be -1 in all of them)"), None, None
     for a, b, name in zip(knots, knots[1:], PERCENTILES[1:]):
         if b < a:
-            return f"percentiles out of order ({name} {b!r} is below the one before it, {a!r})", None
+            return f"percentiles out of order ({name} {b!r} is below the one before it, {a!r})", None, None
     text = row[col["max_cpu_usage"]].strip()
     try:
         top = float(text) if text else knots[-1]
     except ValueError:
-        return f"max_cpu_usage is not a number ({text[:20]!r})", None
+        return f"max_cpu_usage is not a number ({text[:20]!r})", None, None
     if not (math.isfinite(top) and top >= 0):
-        return f"max_cpu_usage holds {text[:20]!r} (CPU usage must be finite and >= 0)", None
-    raised = top < knots[-1]
-    return None, (raised, (*knots, max(top, knots[-1])))
+        return f"max_cpu_usage holds {text[:20]!r} (CPU usage must be finite and >= 0)", None, None
+    return None, (*knots, max(top, knots[-1])), "max_below_p99" if top < knots[-1] else None
 
 
 def collect_files(paths: Iterable) -> list[Path]:

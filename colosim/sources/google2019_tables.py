@@ -149,7 +149,9 @@ def read_usage(files: list[Path], on_bad_lines: str, progress: Progress):
     cols = {k: np.ma.filled(np.ma.asarray(v).astype(np.float64) if k not in ("filename",) else np.ma.asarray(v),
                             np.nan if k != "filename" else "") for k, v in got.items()}
     n = len(cols["start_time"])
-    problem = check_records(cols)
+    absent = _absent(cols)
+    knots = _knots(cols)
+    problem = check_records(cols, absent, knots)
     counts = {"bad_lines": 0, "distribution_absent": 0, "max_below_p99": 0}
     bad = np.array([p is not None for p in problem], dtype=bool)
     if bad.any():
@@ -157,10 +159,7 @@ def read_usage(files: list[Path], on_bad_lines: str, progress: Progress):
         if on_bad_lines == "error":
             raise InputError(f"{_where(cols, i, kind)}: {problem[i]}")
         counts["bad_lines"] = int(bad.sum())
-    absent = _absent(cols)
     counts["distribution_absent"] = int((absent & ~bad).sum())
-    knots = np.column_stack([cols[f"d{k}"] for k in range(1, 11)] + [cols[f"t{k}"] for k in range(1, 10)]
-                            + [cols["d11"]])
     knots[absent] = cols["inst"][absent, None]
     tasks: dict = {}
     memory = not (np.isnan(cols["mem_avg"]).all() and np.isnan(cols["mem_max"]).all())
@@ -185,14 +184,17 @@ def _absent(cols) -> np.ndarray:
     return none | minus
 
 
-def check_records(cols) -> list:
-    """Per record, None or what is wrong with it (one line)."""
+def _knots(cols) -> np.ndarray:
+    """Records x 20 knots p0 ... p90, p91 ... p99, p100 (docs/spec.md)."""
+    return np.column_stack([cols[f"d{k}"] for k in range(1, 11)] + [cols[f"t{k}"] for k in range(1, 10)]
+                           + [cols["d11"]])
+
+
+def check_records(cols, absent: np.ndarray, knots: np.ndarray) -> list:
+    """Per record, None or what is wrong with it (one line); ``absent`` and
+    ``knots`` as from :func:`_absent` and :func:`_knots`."""
     n = len(cols["start_time"])
     out: list = [None] * n
-    absent = _absent(cols)
-    d = np.column_stack([cols[f"d{k}"] for k in range(1, 12)])
-    t = np.column_stack([cols[f"t{k}"] for k in range(1, 10)])
-    knots = np.column_stack([d[:, :10], t, d[:, 10:]])
     for i in range(n):
         for name in _REQUIRED:
             if np.isnan(cols[name][i]):
