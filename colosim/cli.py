@@ -622,6 +622,11 @@ def characterize(
                                             "built-in synthetic population instead of a series file."),
     population_seed: int = typer.Option(2017, "--population-seed", help="Seed of the --synthetic population "
                                         "(as `colosim generate --seed`)."),
+    sampling: str = typer.Option("auto", "--sampling", help="Instantaneous data: 'sample' (the trace's sampled "
+                                 "second of each window, the paper's), 'window-quantiles' (a second drawn from each "
+                                 "window's distribution; Google 2019 series with percentiles), 'both' (the second "
+                                 "in --out/window-quantiles/, one report) or 'auto' (both when the series has "
+                                 "the distributions and no --store is given)."),
     force: bool = typer.Option(False, "--force", help="Replace the files of an earlier characterization in --out."),
 ):
     """Characterize a trace as in the paper's Section 3 (docs/spec.md §9): Figs. 1-6,
@@ -632,19 +637,20 @@ def characterize(
     \b
         colosim characterize --synthetic 5000 --out char
         colosim characterize google2011.h5 --out char --repetitions 10000
+        colosim characterize google2019.h5 --out char --sampling both
     """
     from .analysis.characterize_report import run_characterization
 
     names = {"seed": "--seed", "repetitions": "--repetitions", "n_init": "--n-init", "store_tasks": "--store-tasks",
              "n_realizations": "--realizations", "realizations": "--realizations", "synthetic": "--synthetic",
-             "out_dir": "--out"}
+             "out_dir": "--out", "sampling": "--sampling"}
     if (series is None) == (synthetic is None):
         raise InputError("give either a SERIES file or --synthetic N (not both)")
     with _progress() as progress, parameters_as(names):
         result, written = run_characterization(
             out, series=series, synthetic=synthetic, population_seed=population_seed, store=store,
             progress=progress, seed=seed, repetitions=repetitions, sizes=_sizes(sizes), n_init=n_init,
-            store_tasks=store_tasks, realizations=realizations, force=force)
+            store_tasks=store_tasks, realizations=realizations, sampling=sampling, force=force)
     for note in result.notes:
         _stderr_console().print(f"note: {note}")
     typer.echo(f"wrote {len(written)} files to {out} (summary: {out / 'report.md'})")

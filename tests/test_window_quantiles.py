@@ -257,3 +257,108 @@ def test_real_tasks_percentiles_as_in_the_csv(shared_data, tmp_path):
     report_counts = s.attrs["filters"]
     assert report_counts["distribution_absent"] == absent == 15
     assert report_counts["max_below_p99"] == raised == 50
+
+
+# ------------------------------------------------- characterize, both samplings
+
+
+def test_in_memory_window_quantile_store_is_the_realized_one(tmp_path):
+    from colosim.analysis.characterize import realize_in_memory
+
+    path = make_series(tmp_path / "s.h5", random_knots(np.random.default_rng(21), 14))
+    realize_file(path, tmp_path / "st.h5", n_tasks=10, n_realizations=120, seed=4, sampling="window-quantiles")
+    x, _ = realize_in_memory(open_series(path), 10, 120, seed=4, sampling="window-quantiles")
+    np.testing.assert_array_equal(x, np.asarray(open_store(tmp_path / "st.h5").x))
+
+
+def test_window_draw_series_against_naive_reference(tmp_path):
+    from colosim.analysis.characterize import TASK_BLOCK, window_draw_series
+
+    knots = random_knots(np.random.default_rng(22), 9)
+    path = make_series(tmp_path / "s.h5", knots)
+    series = open_series(path)
+    drawn = window_draw_series(series, seed=6)
+    u = np.random.default_rng([6, 9, 6, 0]).random(series.n_records)  # one block: 9 tasks < TASK_BLOCK
+    assert series.n_tasks < TASK_BLOCK
+    q = np.concatenate(knots).astype(np.float64)
+    want = np.array([np.interp(u[t], QUANTILE_LEVELS, q[t]) for t in range(len(u))], dtype=np.float32)
+    np.testing.assert_array_max_ulp(np.asarray(drawn.inst), want, maxulp=1)
+    np.testing.assert_array_equal(np.asarray(drawn.avg), np.asarray(series.avg))
+    np.testing.assert_array_equal(np.asarray(drawn.offsets), np.asarray(series.offsets))
+    assert np.all(drawn.inst >= q[:, 0].astype(np.float32)) and np.all(drawn.inst <= q[:, -1].astype(np.float32))
+
+
+def test_constant_windows_characterize_as_the_sample(tmp_path):
+    """Windows whose every knot is the sample: the window-quantiles
+    characterization is the sampled one, number for number."""
+    from colosim.analysis.characterize import characterize
+    from colosim.analysis.characterize_report import headline
+
+    rng = np.random.default_rng(23)
+    inst = [rng.gamma(2.0, 0.02, int(rng.integers(40, 120))).astype(np.float32) for _ in range(24)]
+    path = make_series(tmp_path / "s.h5", [np.repeat(v[:, None], N_QUANTILES, axis=1) for v in inst], inst)
+    opts = dict(repetitions=4, sizes=(10, 20), percentile_sizes=(10,), n_init=1, store_tasks=24, realizations=64)
+    a = characterize(open_series(path), sampling="sample", **opts)
+    b = characterize(open_series(path), sampling="window-quantiles", **opts)
+    assert headline(a) == headline(b)
+    np.testing.assert_array_equal(a.sums.a2, b.sums.a2)
+    assert a.settings["sampling"] == "sample" and b.settings["sampling"] == "window-quantiles"
+
+
+def test_cli_characterize_reports_both_samplings(tmp_path):
+    from colosim.analysis.characterize_report import OUTPUT_FILES, WINDOW_QUANTILES_DIR
+
+    path = make_series(tmp_path / "s.h5", random_knots(np.random.default_rng(24), 20, max_len=60))
+    out = tmp_path / "out"
+    args = ["characterize", str(path), "--out", str(out), "--repetitions", "3", "--sizes", "10",
+            "--n-init", "1", "--realizations", "40"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    for name in OUTPUT_FILES:
+        assert (out / name).is_file() and (out / WINDOW_QUANTILES_DIR / name).is_file(), name
+    report = (out / "report.md").read_text()
+    assert "| quantity | paper (2011) | this trace, sampled second | this trace, window quantiles |" in report
+    assert "| std ~ mean slope, instantaneous (Fig. 3) | 0.36 |" in report
+    assert "window-quantiles recipe" in (out / WINDOW_QUANTILES_DIR / "report.md").read_text()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "--force" in again.output
+    assert runner.invoke(app, [*args, "--force"]).exit_code == 0
+    only = tmp_path / "only"
+    res = runner.invoke(app, [*args[:3], str(only), *args[4:], "--sampling", "sample"])
+    assert res.exit_code == 0, res.output
+    assert not (only / WINDOW_QUANTILES_DIR).exists()
+    assert "window quantiles |" not in (only / "report.md").read_text()
+
+
+@pytest.mark.parametrize("case", ["no-quantiles", "with-store", "bogus", "synthetic"])
+def test_cli_characterize_bad_sampling_exit_2(tmp_path, case):
+    cpu = tmp_path / "cpu.h5"
+    with SeriesWriter(cpu, task_id=[[1, 0]], offsets=np.array([0, 3]), source={}, filters={}) as w:
+        w.write_records(0, [0.1, 0.2, 0.3], [0.1, 0.2, 0.3], [0, 1, 2])
+    wq = make_series(tmp_path / "wq.h5", random_knots(np.random.default_rng(25), 3))
+    realize_file(wq, tmp_path / "st.h5", n_tasks=3, n_realizations=10, seed=1)
+    out = tmp_path / "out"
+    args = {"no-quantiles": [str(cpu), "--sampling", "window-quantiles"],
+            "with-store": [str(wq), "--store", str(tmp_path / "st.h5"), "--sampling", "both"],
+            "bogus": [str(wq), "--sampling", "inst"],
+            "synthetic": ["--synthetic", "20", "--sampling", "both"]}[case]
+    res = runner.invoke(app, ["characterize", *args, "--out", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "sampling" in res.output
+    assert not out.exists()
+
+
+def test_real_tasks_characterized_both_ways(shared_data, tmp_path):
+    """The 19 real 2019 tasks: the window distributions give heavier tails
+    than the sampled seconds (the Gaussian estimate of the sum's 99.9th
+    percentile falls further below it), the averages are the same data."""
+    from colosim.analysis.characterize import characterize
+
+    ingest_google2019([shared_data / "google2019" / "instance_usage"], tmp_path / "s.h5")
+    opts = dict(repetitions=50, sizes=(10,), percentile_sizes=(10,), n_init=1, realizations=10_000)
+    series = open_series(tmp_path / "s.h5")
+    a = characterize(series, sampling="sample", **opts)
+    b = characterize(series, sampling="window-quantiles", **opts)
+    assert a.lines["avg"].slope == b.lines["avg"].slope
+    k = list(a.percentiles.percentiles).index(99.9)
+    assert np.nanmedian(b.percentiles.error[:, 0, k]) < np.nanmedian(a.percentiles.error[:, 0, k]) < 0

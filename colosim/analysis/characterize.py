@@ -50,7 +50,7 @@ from ..errors import InputError
 from ..io.series import WINDOW_US, Series
 from ..kernels.anderson import nested_sum_statistics
 from ..progress import Progress, no_progress
-from ..sources.realize import draw_indices, select_rows
+from ..sources.realize import draw_indices, interpolate_quantiles, quantile_draws, select_rows, window_knots
 
 MEAN_CONVERGENCE_K = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)
 KS_DELTAS = (12, 24, 36)
@@ -76,6 +76,11 @@ SAMPLE_CHUNK = 64  # samples per call of the Table 1 kernel (progress steps)
 
 # Stream numbers of the analyses: default_rng([seed, 9, analysis, ...]).
 _STREAM_MEANS, _STREAM_KS, _STREAM_KMEANS, _STREAM_SUMS, _STREAM_PERCENTILES = 1, 2, 3, 4, 5
+_STREAM_WINDOW_DRAWS = 6
+
+#: what a task's instantaneous values are: the trace's sampled second of each
+#: window, or a second drawn from the window's per-second distribution
+SAMPLINGS = ("sample", "window-quantiles")
 
 def _rng(seed: int, analysis: int, *unit: int) -> np.random.Generator:
     return streams.analysis(seed, analysis, *unit)
@@ -571,16 +576,27 @@ def percentile_prediction(x, sizes=PERCENTILE_SIZES, percentiles=PERCENTILES, *,
 # in-memory store
 
 
-def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 0,
+def _check_sampling(series, sampling: str) -> None:
+    if sampling not in SAMPLINGS:
+        raise InputError(f"sampling must be one of {', '.join(SAMPLINGS)}, not {sampling!r}", param="sampling")
+    if sampling == "window-quantiles" and not getattr(series, "has_quantiles", False):
+        raise InputError("sampling 'window-quantiles' needs per-window CPU distributions (a series ingested "
+                         f"from Google 2019 data with percentiles); {getattr(series, 'path', None) or 'the series'} "
+                         "has none", param="sampling")
+
+
+def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 0, sampling: str = "sample",
                       progress: Progress = no_progress) -> tuple[np.ndarray, np.ndarray]:
     """The instantaneous matrix ``x`` of the store SPEC §8 makes from
-    ``series`` with this seed (row selection and x indices as in
-    :func:`colosim.sources.realize.realize`; y is not needed here).
+    ``series`` with this seed (row selection and x draws as in
+    :func:`colosim.sources.realize.realize`, whose ``paired`` and
+    ``window-quantiles`` samplings give this x; y is not needed here).
 
     Returns (x float32 (n_tasks, n_realizations), series rows).
     """
     if n_realizations < 2:
         raise InputError(f"n_realizations must be >= 2, not {n_realizations}", param="n_realizations")
+    _check_sampling(series, sampling)
     rows = select_rows(series.n_tasks, n_tasks, seed)
     x = np.empty((n_tasks, n_realizations), dtype=np.float32)
     advance = progress("Realizing an in-memory store", n_tasks)
@@ -588,13 +604,40 @@ def realize_in_memory(series, n_tasks: int, n_realizations: int, *, seed: int = 
         inst, _ = series.task(int(row))
         if len(inst) == 0:
             raise InputError(f"series task {int(row)} has no records")
-        # The x indices are drawn first in both modes; "paired" skips the
-        # y draw, which is not needed here.
-        ix, _ = draw_indices(seed, j, len(inst), n_realizations, "paired")
-        x[j] = inst[ix]
+        if sampling == "window-quantiles":
+            ix, _, u = quantile_draws(seed, j, len(inst), n_realizations)
+            x[j] = interpolate_quantiles(window_knots(series, int(row), len(inst))[ix], u)
+        else:
+            # The x indices are drawn first in every mode; "paired" skips the
+            # y draw, which is not needed here.
+            ix, _ = draw_indices(seed, j, len(inst), n_realizations, "paired")
+            x[j] = inst[ix]
         if j % 256 == 255 or j == n_tasks - 1:
             advance(j % 256 + 1)
     return x, rows
+
+
+def window_draw_series(series, *, seed: int = 0, progress: Progress = no_progress) -> Series:
+    """``series`` with each record's instantaneous value replaced by one
+    second drawn from that window's per-second CPU distribution: the
+    interpolated quantile function of the record's ``cpu_quantiles``
+    (:func:`colosim.sources.realize.interpolate_quantiles`) at a level ``u``
+    uniform on [0, 1), one per record, from ``default_rng([seed, 9, 6,
+    block])`` for each block of :data:`TASK_BLOCK` tasks. What the per-record
+    analyses see under the ``window-quantiles`` sampling."""
+    _check_sampling(series, "window-quantiles")
+    off = np.asarray(series.offsets, dtype=np.int64)
+    inst = np.empty(int(off[-1]), dtype=np.float32)
+    advance = progress("Drawing a second of every window", series.n_tasks)
+    for bi, a, b in _blocks(series.n_tasks):
+        lo, hi = int(off[a]), int(off[b])
+        u = _rng(seed, _STREAM_WINDOW_DRAWS, bi).random(hi - lo)
+        knots = np.concatenate([window_knots(series, k, int(off[k + 1] - off[k])) for k in range(a, b)])
+        inst[lo:hi] = interpolate_quantiles(knots, u)
+        advance(b - a)
+    return Series(path=series.path, task_id=np.asarray(series.task_id), offsets=off, inst=inst,
+                  avg=np.asarray(series.avg), start_time=np.asarray(series.start_time), attrs=dict(series.attrs),
+                  cpu_quantiles=series.cpu_quantiles)
 
 
 def as_series(source, *, progress: Progress = no_progress):
@@ -659,8 +702,16 @@ class Characterization:
 def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAULT_REPETITIONS,
                  sizes=DEFAULT_SIZES, percentile_sizes=PERCENTILE_SIZES, n_init: int = DEFAULT_N_INIT,
                  store_tasks: int = DEFAULT_STORE_TASKS, realizations: int = DEFAULT_REALIZATIONS,
-                 progress: Progress = no_progress, name: Optional[str] = None) -> Characterization:
+                 sampling: str = "sample", progress: Progress = no_progress,
+                 name: Optional[str] = None) -> Characterization:
     """Run every analysis of SPEC §9 on ``series`` (and ``store`` if given).
+
+    ``sampling`` says what a task's instantaneous values are: ``sample``, the
+    trace's one sampled second per window (the paper's); ``window-quantiles``,
+    one second drawn from each window's per-second distribution
+    (:func:`window_draw_series` for the per-record analyses, the store's
+    ``window-quantiles`` realization for the in-memory store; a series with
+    per-window distributions only, and no ``store``).
 
     Without a store, Table 1 and Figs. 5–6 use :func:`realize_in_memory` with
     ``min(series tasks, store_tasks)`` tasks and ``realizations`` columns.
@@ -676,7 +727,13 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
         raise InputError(f"n_init must be >= 1, not {n_init}", param="n_init")
     notes: list[str] = []
     series = as_series(series, progress=progress)
+    _check_sampling(series, sampling)
+    if sampling != "sample" and store is not None:
+        raise InputError(f"sampling {sampling!r} realizes its own in-memory store; give no store",
+                         param="sampling")
     lengths = _check_series(series)
+    if sampling == "window-quantiles":
+        series = window_draw_series(series, seed=seed, progress=progress)
     convergence = mean_convergence(series, seed=seed, progress=progress)
     moments = task_moments(series, progress=progress)
     lines = variability_lines(moments)
@@ -700,9 +757,11 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
         if store_tasks < 1:
             raise InputError(f"store_tasks must be >= 1, not {store_tasks}", param="store_tasks")
         n_store = min(int(nonempty.sum()), store_tasks, series.n_tasks)
-        x, _ = realize_in_memory(series, n_store, realizations, seed=seed, progress=progress)
+        x, _ = realize_in_memory(series, n_store, realizations, seed=seed, sampling=sampling, progress=progress)
         where = "in-memory store"
-        store_desc = (f"in-memory store realized from the series by SPEC §8's recipe "
+        recipe = ("SPEC §8's recipe" if sampling == "sample" else
+                  "the window-quantiles recipe (docs/spec.md)")
+        store_desc = (f"in-memory store realized from the series by {recipe} "
                       f"(seed {seed}, {n_store} tasks × {realizations} realizations)")
     n_store = int(np.shape(x)[0])
 
@@ -727,7 +786,7 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     else:
         notes.append("Fig. 6 skipped: no sample size fits the store.")
 
-    settings = dict(seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
+    settings = dict(sampling=sampling, seed=seed, repetitions=repetitions, sizes=list(kept), percentile_sizes=list(pkept),
                     n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
                     source=name or (str(series.path) if getattr(series, "path", None) else "in-memory series"))
     return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),

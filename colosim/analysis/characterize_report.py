@@ -66,13 +66,15 @@ def _num(v, digits=3) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.{digits}f}"
 
 
-def write_outputs(result: Characterization, out_dir, *, task_id=None,
+def write_outputs(result: Characterization, out_dir, *, task_id=None, other: Characterization | None = None,
                   progress: Progress = no_progress) -> list:
     """Write the CSVs, PNG figures and ``report.md`` into ``out_dir``.
 
     The folder is created if needed; each file is written atomically under a
     fixed name (:data:`OUTPUT_FILES`), other files in the folder are left
-    alone. Returns the paths written.
+    alone. With ``other`` (the same trace under the window-quantiles
+    sampling), its files go to the subfolder :data:`WINDOW_QUANTILES_DIR` and
+    the report's table shows both. Returns the paths written.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -175,7 +177,9 @@ def write_outputs(result: Characterization, out_dir, *, task_id=None,
                        out / "fig6_percentile_error.png")
         done("fig6_percentile_error.csv", "fig6_percentile_error.png")
 
-    write_text_atomic(out / "report.md", render_report(result, stats))
+    if other is not None:
+        written.extend(write_outputs(other, out / WINDOW_QUANTILES_DIR, task_id=task_id, progress=progress))
+    write_text_atomic(out / "report.md", render_report(result, stats, other=other))
     done("report.md")
     return written
 
@@ -231,21 +235,49 @@ def headline(result: Characterization) -> list[tuple[str, str, str]]:
     return rows
 
 
-def render_report(result: Characterization, fig1_stats=None) -> str:
-    """``report.md``: settings, the paper-vs-colosim table, the figures."""
+#: the subfolder of ``--out`` that holds the window-quantiles characterization
+#: when both samplings are reported
+WINDOW_QUANTILES_DIR = "window-quantiles"
+
+_SAMPLING_TEXT = {
+    "sample": "each record's instantaneous value is the trace's one sampled second of the window (the paper's data)",
+    "window-quantiles": ("each record's instantaneous value is one second drawn from the window's per-second CPU "
+                         "distribution (its percentiles interpolated, docs/spec.md \"Window-quantile "
+                         "realizations\"); averages are the trace's"),
+}
+
+
+def render_report(result: Characterization, fig1_stats=None, *, other: Characterization | None = None) -> str:
+    """``report.md``: settings, the paper-vs-colosim table, the figures.
+
+    With ``other`` (the same trace under the window-quantiles sampling), the
+    table has a column for each sampling and ``other``'s files are named."""
     st = result.settings
     out = ["# Trace characterization (paper Section 3)", ""]
     out.append(f"Series: {st['source']}; {result.n_tasks} tasks, {result.n_records} records. "
                f"Realization-based analyses (Table 1, Figs. 5-6) use the {st['store']}.")
+    out.append(f"Instantaneous data: {_SAMPLING_TEXT[st.get('sampling', 'sample')]}.")
     out.append(f"Seed {st['seed']}; {st['repetitions']} random samples per size; samples are **nested** "
                "(the sample of N + 10 tasks extends the one of N tasks, SPEC §9); "
                f"k-means with {st['n_init']} initializations.")
     out.append("")
     out.append("## Paper vs this trace")
     out.append("")
-    out.append("| quantity | paper | this trace |")
-    out.append("|---|---|---|")
-    out.extend(f"| {a} | {b} | {c} |" for a, b, c in headline(result))
+    if other is None:
+        out.append("| quantity | paper | this trace |")
+        out.append("|---|---|---|")
+        out.extend(f"| {a} | {b} | {c} |" for a, b, c in headline(result))
+    else:
+        theirs = {a: c for a, _, c in headline(other)}
+        out.append("The paper's values are those of the Google 2011 trace (one sampled second per window). "
+                   "This trace is shown twice: with its own sampled seconds, as the paper, and with one second "
+                   "drawn from each window's per-second distribution. Every file of the second characterization "
+                   f"is in `{WINDOW_QUANTILES_DIR}/`; its realization-based analyses use the "
+                   f"{other.settings['store']}.")
+        out.append("")
+        out.append("| quantity | paper (2011) | this trace, sampled second | this trace, window quantiles |")
+        out.append("|---|---|---|---|")
+        out.extend(f"| {a} | {b} | {c} | {theirs.get(a, 'n/a')} |" for a, b, c in headline(result))
     out.append("")
     if result.notes:
         out.append("Notes:")
@@ -313,8 +345,12 @@ def render_report(result: Characterization, fig1_stats=None) -> str:
     return "\n".join(out)
 
 
+#: what ``run_characterization(sampling=...)`` takes
+SAMPLING_CHOICES = ("auto", "sample", "window-quantiles", "both")
+
+
 def run_characterization(out_dir, *, series=None, synthetic: int | None = None, population_seed: int = 2017,
-                         store=None, progress: Progress = no_progress, force: bool = False,
+                         store=None, sampling: str = "auto", progress: Progress = no_progress, force: bool = False,
                          **options) -> tuple[Characterization, list]:
     """Characterize a series file (``series``) or ``synthetic`` tasks of the
     built-in population (seed ``population_seed``), with an optional store
@@ -323,7 +359,14 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
     they are checked, and the outputs claimed (files of an earlier
     characterization are replaced only with ``force``), before any work.
 
-    Returns the characterization and the paths written.
+    ``sampling``: ``sample`` (the trace's sampled seconds, the paper's),
+    ``window-quantiles`` (seconds drawn from each window's distribution),
+    ``both`` (the first in ``out_dir``, the second in its subfolder
+    :data:`WINDOW_QUANTILES_DIR`, one report), or ``auto``: ``both`` for a
+    series with per-window distributions and no store, else ``sample``.
+
+    Returns the characterization (the sampled seconds' when both) and the
+    paths written.
     """
     from ..io.series import open_series
     from ..io.store import open_store
@@ -332,8 +375,26 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
 
     if (series is None) == (synthetic is None):
         raise InputError("give either a series file or a number of synthetic tasks (not both)")
+    if sampling not in SAMPLING_CHOICES:
+        raise InputError(f"sampling must be one of {', '.join(SAMPLING_CHOICES)}, not {sampling!r}",
+                         param="sampling")
+    if sampling in ("window-quantiles", "both") and store is not None:
+        raise InputError(f"sampling {sampling!r} realizes its own in-memory store from the series; give no store",
+                         param="sampling")
+    if sampling in ("window-quantiles", "both") and synthetic is not None:
+        raise InputError(f"sampling {sampling!r} needs per-window CPU distributions; the built-in population "
+                         "has none", param="sampling")
     _check_options(store is not None, options)
-    out = claim_outputs(out_dir, [series, store], force=force)
+    with contextlib.ExitStack() as stack:
+        quantiles = False
+        if series is not None:
+            quantiles = stack.enter_context(open_series(series)).has_quantiles
+        if sampling in ("window-quantiles", "both") and not quantiles:
+            raise InputError(f"sampling {sampling!r} needs per-window CPU distributions (a series ingested "
+                             f"from Google 2019 data with percentiles); {series} has none", param="sampling")
+        if sampling == "auto":
+            sampling = "both" if quantiles and store is None else "sample"
+    out = claim_outputs(out_dir, [series, store], force=force, both=sampling == "both")
     with contextlib.ExitStack() as stack:
         if synthetic is not None:
             if isinstance(synthetic, bool) or not isinstance(synthetic, int) or synthetic < 1:
@@ -345,9 +406,14 @@ def run_characterization(out_dir, *, series=None, synthetic: int | None = None, 
             source = stack.enter_context(open_series(series))
             name = str(series)
         store_file = stack.enter_context(open_store(store)) if store is not None else None
-        result = characterize(source, store_file, progress=progress, name=name, **options)
+        first = "window-quantiles" if sampling == "window-quantiles" else "sample"
+        result = characterize(source, store_file, progress=progress, name=name, sampling=first, **options)
+        other = None
+        if sampling == "both":
+            other = characterize(source, None, progress=progress, name=name, sampling="window-quantiles",
+                                 **options)
         with lock(out, can_wait=False):
-            written = write_outputs(result, out, progress=progress)
+            written = write_outputs(result, out, other=other, progress=progress)
     return result, written
 
 
@@ -362,13 +428,18 @@ _HEADS = {
 }
 
 
-def claim_outputs(out_dir, inputs, *, force: bool = False) -> Path:
+def claim_outputs(out_dir, inputs, *, force: bool = False, both: bool = False) -> Path:
     """Check every file a characterization writes into ``out_dir``
-    (:func:`colosim.io.outputs.claim`) before any work."""
+    (:func:`colosim.io.outputs.claim`) before any work; with ``both``, those
+    of the subfolder :data:`WINDOW_QUANTILES_DIR` too."""
     out = claim_dir(out_dir, inputs=inputs)
-    for name in OUTPUT_FILES:
-        kind = PNG if name.endswith(".png") else text_kind(_HEADS[name], f"{name} of a characterization")
-        claim(out / name, kind=kind, inputs=inputs, force=force)
+    folders = [out]
+    if both:
+        folders.append(claim_dir(out / WINDOW_QUANTILES_DIR, inputs=inputs))
+    for folder in folders:
+        for name in OUTPUT_FILES:
+            kind = PNG if name.endswith(".png") else text_kind(_HEADS[name], f"{name} of a characterization")
+            claim(folder / name, kind=kind, inputs=inputs, force=force)
     return out
 
 

@@ -105,6 +105,18 @@ def interpolate_quantiles(knots: np.ndarray, u: np.ndarray) -> np.ndarray:
     return lo + w * (hi - lo)
 
 
+def window_knots(reader, k: int, length: int) -> np.ndarray:
+    """Task k's ``cpu_quantiles`` (records x levels, float32), checked:
+    one row per record, finite, non-negative and non-decreasing."""
+    knots = np.asarray(reader.quantiles(k), dtype=np.float32)
+    if knots.shape != (length, len(QUANTILE_LEVELS)):
+        raise InputError(f"series task {k}: quantiles of shape {knots.shape}, expected "
+                         f"{(length, len(QUANTILE_LEVELS))}")
+    if not (np.isfinite(knots).all() and (knots >= 0).all() and (np.diff(knots, axis=1) >= 0).all()):
+        raise InputError(f"series task {k}: 'cpu_quantiles' holds NaN, negative or unordered values")
+    return knots
+
+
 def shared_times(seed: int, n_realizations: int, t0: int, t1: int) -> np.ndarray:
     """The trace times ``tau_t`` shared by every row (time-aligned)."""
     return streams.shared_times(seed).integers(t0, t1, n_realizations)
@@ -159,13 +171,7 @@ def _fill_block(reader, rows, seed, start, stop, n_realizations, sampling, xb, y
         else:
             ix, iy = draw_indices(seed, j, len(inst), n_realizations, sampling)
         if sampling == "window-quantiles":
-            knots = np.asarray(reader.quantiles(k), dtype=np.float32)
-            if knots.shape != (len(inst), len(QUANTILE_LEVELS)):
-                raise InputError(f"series task {k}: quantiles of shape {knots.shape}, expected "
-                                 f"{(len(inst), len(QUANTILE_LEVELS))}")
-            if not (np.isfinite(knots).all() and (knots >= 0).all() and (np.diff(knots, axis=1) >= 0).all()):
-                raise InputError(f"series task {k}: 'cpu_quantiles' holds NaN, negative or unordered values")
-            xb[j - start] = interpolate_quantiles(knots[ix], u)
+            xb[j - start] = interpolate_quantiles(window_knots(reader, k, len(inst))[ix], u)
         else:
             np.take(inst, ix, out=xb[j - start])
         np.take(avg, iy, out=yb[j - start])
