@@ -787,7 +787,8 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
         notes.append("Fig. 6 skipped: no sample size fits the store.")
 
     settings = dict(sampling=sampling, seed=seed, repetitions=repetitions, sizes=list(kept),
-                    percentile_sizes=list(pkept), n_init=n_init, store=store_desc, n_store=n_store, n_realizations=int(np.shape(x)[1]),
+                    percentile_sizes=list(pkept), n_init=n_init, store=store_desc, n_store=n_store,
+                    n_realizations=int(np.shape(x)[1]),
                     source=name or (str(series.path) if getattr(series, "path", None) else "in-memory series"))
     return Characterization(settings=settings, n_tasks=int(series.n_tasks), n_records=int(lengths.sum()),
                             convergence=convergence, moments=moments, lines=lines, invariance=invariance,
