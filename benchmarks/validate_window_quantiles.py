@@ -10,10 +10,13 @@ excerpts), in one run:
 2. per task, compare the window-quantile draws with the task's random samples
    (the records themselves): the two-sample Kolmogorov-Smirnov test, and the
    ratio of their 99th percentiles, of their 99.9th and of their std;
-   the same for the independent draws, a control (they resample the samples);
+   the same for the independent draws, a control (they resample the samples),
+   and for the window-quantile draws with each window's top segment (p99 to
+   the maximum) collapsed onto p99, a sensitivity check of the interpolation;
 3. draw a quantile-quantile figure (each task's draws against its samples);
 4. pack one instance of every task with the paper's Section 5 estimators at
-   small capacities, on both stores, and put m and q side by side.
+   small capacities, on both stores (and on the capped draws), and put m and q
+   (with its 95% interval) side by side.
 
 Writes ``OUT/validation.json``, ``OUT/estimators.csv`` and ``OUT/qq.png``.
 
@@ -39,6 +42,10 @@ ESTIMATORS = ["gpa:0.1", "gpa:0.05", "gpa:0.01", "gpa:0.001", "av:1", "av:1.25",
               "cantelli:0.1", "cantelli:0.05", "cantelli:0.01"]
 
 
+#: the sensitivity check's name: window-quantile draws with the top segment at p99
+CAPPED = "window-quantiles-capped-at-p99"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, type=Path, help="folder of Google 2019 per-task CSVs")
@@ -57,7 +64,7 @@ def main(argv=None) -> int:
     import colosim
     from colosim.io import open_series, open_store
     from colosim.sources.google2019 import ingest_google2019
-    from colosim.sources.realize import realize_file
+    from colosim.sources.realize import interpolate_quantiles, quantile_draws, realize_file
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,13 +81,23 @@ def main(argv=None) -> int:
             stores[sampling] = (np.array(st.x), np.array(st.y), np.asarray(st.task_id).copy())
         ids = [tuple(t) for t in series.task_id.tolist()]
         tasks, samples = [], {}
+        x_capped = np.empty_like(stores["window-quantiles"][0])
         for j, tid in enumerate(stores["independent"][2].tolist()):
-            inst, _avg = series.task(ids.index(tuple(tid)))
+            k = ids.index(tuple(tid))
+            inst, _avg = series.task(k)
             inst = np.asarray(inst, dtype=np.float64)
             row = {"task": f"{tid[0]}-{tid[1]}", "records": len(inst), "mean": float(inst.mean())}
             samples[row["task"]] = inst
-            for sampling, (x, _y, _ids) in stores.items():
-                draws = x[j].astype(np.float64)
+            # sensitivity: the same draws with each window's top segment (p99 to
+            # the maximum) collapsed onto p99, to see what the interpolation to
+            # the maximum contributes
+            ix, _iy, u = quantile_draws(args.seed, j, len(inst), args.realizations)
+            capped = np.array(series.quantiles(k), dtype=np.float32)
+            capped[:, -1] = capped[:, -2]
+            draws_of = {sampling: x[j].astype(np.float64) for sampling, (x, _y, _ids) in stores.items()}
+            draws_of[CAPPED] = interpolate_quantiles(capped[ix], u)
+            x_capped[j] = draws_of[CAPPED]
+            for sampling, draws in draws_of.items():
                 ks = stats.ks_2samp(draws, inst)
                 row[sampling] = {
                     "ks": float(ks.statistic), "ks_p": float(ks.pvalue),
@@ -90,15 +107,17 @@ def main(argv=None) -> int:
                 }
             tasks.append(row)
 
+        stores_run = {**stores, CAPPED: (x_capped, stores["window-quantiles"][1], None)}
         capacities = [float(c) for c in args.capacities.split(",")]
         rows = []
         for capacity in capacities:
             for est in ESTIMATORS:
                 out = {"estimator": est, "capacity": capacity}
-                for sampling, (x, y, _ids) in stores.items():
+                for sampling, (x, y, _ids) in stores_run.items():
                     m = colosim.run(x, y, estimator=est, capacity=capacity)
                     out[f"m_{sampling}"] = m.m_abs
                     out[f"q_{sampling}"] = m.q
+                    out[f"q_low_{sampling}"], out[f"q_high_{sampling}"] = m.q_ci
                 rows.append(out)
 
     summary = {
@@ -106,7 +125,7 @@ def main(argv=None) -> int:
         "distribution_absent": report.counts.get("distribution_absent"),
         "max_below_p99": report.counts.get("max_below_p99"),
     }
-    for sampling in stores:
+    for sampling in (*stores, CAPPED):
         summary[sampling] = {
             "ks_rejected_5pct": sum(t[sampling]["ks_p"] < 0.05 for t in tasks),
             "median_ks": float(np.median([t[sampling]["ks"] for t in tasks])),
@@ -149,8 +168,10 @@ def main(argv=None) -> int:
     print(json.dumps(summary, indent=1))
     for r in rows:
         print(f"{r['estimator']:>14} c={r['capacity']:<5} independent m={r['m_independent']:>3} "
-              f"q={r['q_independent']:.2e}   window-quantiles m={r['m_window-quantiles']:>3} "
-              f"q={r['q_window-quantiles']:.2e}")
+              f"q={r['q_independent']:.2e} [{r['q_low_independent']:.1e}, {r['q_high_independent']:.1e}]   "
+              f"window-quantiles m={r['m_window-quantiles']:>3} q={r['q_window-quantiles']:.2e} "
+              f"[{r['q_low_window-quantiles']:.1e}, {r['q_high_window-quantiles']:.1e}]   "
+              f"capped m={r[f'm_{CAPPED}']:>3} q={r[f'q_{CAPPED}']:.2e}")
     return 0
 
 
