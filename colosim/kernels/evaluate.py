@@ -144,6 +144,116 @@ def _bound(maxima, a, b, members):
     return bound
 
 
+#: rows added to a bin's sums at a time (:func:`_add_rows`); bins share the
+#: sums of their common first groups of this many tasks (:func:`_prefix_order`)
+GROUP = 4
+
+
+@jit(inline="always")
+def _before(members, ustart, u, v):
+    """Whether bin u's member list comes before bin v's in lexicographic order
+    (a list before the longer lists it begins)."""
+    a, b = ustart[u], ustart[u + 1]
+    c, d = ustart[v], ustart[v + 1]
+    k = 0
+    while a + k < b and c + k < d:
+        if members[a + k] != members[c + k]:
+            return members[a + k] < members[c + k]
+        k += 1
+    return b - a < d - c
+
+
+@jit
+def _prefix_order(members, ustart):
+    """The distinct bins in lexicographic order of their member lists, and
+    for each the number of whole :data:`GROUP`-task groups it shares with
+    the bin before it in that order: bins that begin with the same tasks are
+    neighbours, and the sums of their common groups are made once
+    (:func:`_triple_violations`). A bottom-up merge sort."""
+    n_live = ustart.shape[0] - 1
+    order = np.arange(n_live)
+    other = np.empty_like(order)
+    width = 1
+    while width < n_live:
+        for lo in range(0, n_live, 2 * width):
+            mid = min(lo + width, n_live)
+            hi = min(lo + 2 * width, n_live)
+            i, j, t = lo, mid, lo
+            while i < mid and j < hi:
+                if _before(members, ustart, order[j], order[i]):
+                    other[t] = order[j]
+                    j += 1
+                else:
+                    other[t] = order[i]
+                    i += 1
+                t += 1
+            while i < mid:
+                other[t] = order[i]
+                i += 1
+                t += 1
+            while j < hi:
+                other[t] = order[j]
+                j += 1
+                t += 1
+        order, other = other, order
+        width *= 2
+    shared = np.zeros(n_live, dtype=np.int64)
+    for i in range(1, n_live):
+        u, v = order[i - 1], order[i]
+        a, c = ustart[u], ustart[v]
+        most = min(ustart[u + 1] - a, ustart[v + 1] - c) // GROUP * GROUP
+        k = 0
+        while k < most and members[a + k] == members[c + k]:
+            k += 1
+        shared[i] = k // GROUP
+    return order, shared
+
+
+@jit
+def _in_prefix_order(members, ustart, triple_bin, triple_cap, triple_first, bin_triple):
+    """The output of :func:`_deduplicate` renumbered: distinct bins in the
+    order of :func:`_prefix_order` (with the groups each shares with the one
+    before it), and triples by bin in that order, so that the evaluation
+    walks every array it reads in order. ``bin_triple`` is renumbered in
+    place; the counts do not depend on the numbering."""
+    order, shared = _prefix_order(members, ustart)
+    n_unique = order.shape[0]
+    new_bin = np.empty(n_unique, dtype=np.int64)
+    new_ustart = np.zeros(n_unique + 1, dtype=np.int64)
+    new_members = np.empty_like(members)
+    for i in range(n_unique):
+        u = order[i]
+        new_bin[u] = i
+        a, b = ustart[u], ustart[u + 1]
+        base = new_ustart[i]
+        new_members[base : base + (b - a)] = members[a:b]
+        new_ustart[i + 1] = base + (b - a)
+    n_triples = triple_bin.shape[0]
+    first = np.zeros(n_unique + 1, dtype=np.int64)  # counting sort of the triples by new bin
+    for q in range(n_triples):
+        first[new_bin[triple_bin[q]] + 1] += 1
+    for i in range(n_unique):
+        first[i + 1] += first[i]
+    new_triple = np.empty(n_triples, dtype=np.int64)
+    for q in range(n_triples):
+        i = new_bin[triple_bin[q]]
+        new_triple[q] = first[i]
+        first[i] += 1
+    tb = np.empty_like(triple_bin)
+    tc = np.empty_like(triple_cap)
+    tf = np.empty_like(triple_first)
+    for q in range(n_triples):
+        k = new_triple[q]
+        tb[k] = new_bin[triple_bin[q]]
+        tc[k] = triple_cap[q]
+        tf[k] = triple_first[q]
+    for p in range(bin_triple.shape[0]):
+        for j in range(bin_triple.shape[1]):
+            if bin_triple[p, j] >= 0:
+                bin_triple[p, j] = new_triple[bin_triple[p, j]]
+    return new_members, new_ustart, tb, tc, tf, shared
+
+
 @jit(inline="always")
 def _exact_sum(block, members, a, b, t):
     """The float64 sum of column t of the bin ``members[a:b]``, in
@@ -248,7 +358,7 @@ def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
 
 @jit(inline="always")
 def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
-                   capacities, error_scale, counts, severity, hits, by_slot):
+                   capacities, error_scale, counts, severity, hits, slot, by_slot):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
     tile are ``acc``, for each of its triples ``triples[t0:t1]``, and add
     their summed ``(S - c) / c`` to ``severity``.
@@ -260,7 +370,8 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
     a violation is S > c (S == c is not one).
 
     The violating columns of the tile are recorded as bits of
-    ``hits[q]`` (two words per triple), for the per-column counts.
+    ``hits[q, slot]`` (two words per triple and tile), for the per-column
+    counts.
     ``counts`` and ``severity`` are indexed by the triple ``q``, or with
     ``by_slot`` by its slot ``k - t0`` among the bin's triples.
     """
@@ -277,12 +388,12 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             above, below = np.float32(c + tol), np.float32(c - tol)
             count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b)
             if count:
-                _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits[q])
+                _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits[q, slot])
         else:
             above = np.nextafter(c, np.inf)
             count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b)
             if count:
-                _hit_mask(acc, lo, w, c, above, above, block, members, a, b, hits[q])
+                _hit_mask(acc, lo, w, c, above, above, block, members, a, b, hits[q, slot])
         if count:
             at = k - t0 if by_slot else q
             counts[at] += count
@@ -291,13 +402,13 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
 
 @pjit
 def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, triple_start,
-                       capacities, roundoff, scratch):
+                       capacities, roundoff, shared, scratch):
     """For each (bin, capacity, start) triple: the number of columns t in
     ``[start, stop)`` with ``sum_{i in bin} x[i, t] > capacity``, and the
     sum of ``(S - c) / c`` over them. ``tiles`` holds the columns from
     ``tile0 * TILE`` on (global tile ``tile`` is ``tiles[tile - tile0]``).
 
-    Also returns ``hits`` (tiles, triples, 2) uint64: the violating columns
+    Also returns ``hits`` (triples, tiles, 2) uint64: the violating columns
     of each triple in each tile as bits, and the number of additions
     performed (a tile's padding columns included: they are added too).
 
@@ -342,12 +453,20 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     step = (words.shape[0] + CHUNKS - 1) // CHUNKS
     for chunk in prange(CHUNKS):
         words[chunk * step : min((chunk + 1) * step, words.shape[0])] = 0
-    hits = words[:n_hits].reshape((n_tiles - tile0, n_triples, 2))
+    hits = words[:n_hits].reshape((n_triples, n_tiles - tile0, 2))
     chunk_counts = words[n_hits : n_hits + n_chunk].view(np.int64).reshape((CHUNKS, n_triples))
     chunk_severity = words[n_hits + n_chunk :].view(np.float64).reshape((CHUNKS, n_triples))
     chunk_additions = np.zeros(CHUNKS, dtype=np.int64)
+    # bins come in lexicographic order of their tasks (_in_prefix_order): a
+    # bin's sums start from the sums of the groups it shares with the bin
+    # summed before it
+    deepest = 0
+    for u in range(n_unique):
+        deepest = max(deepest, (ustart[u + 1] - ustart[u]) // GROUP)
     for chunk in prange(CHUNKS):
         acc = np.empty(TILE, dtype=tiles.dtype)
+        # stack[k]: the sums of the first k groups of the bin summed last
+        stack = np.zeros((deepest + 1, TILE), dtype=tiles.dtype)
         part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
@@ -356,18 +475,40 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
             block = tiles[tile - tile0]
             w = min(TILE, stop - tile * TILE)
             end = tile * TILE + w
+            valid = 0  # groups of the stack that are the last summed bin's
             for u in range(n_unique):
+                # groups shared with the last summed bin: the least shared by
+                # neighbours since (lexicographic order)
+                valid = min(valid, shared[u])
                 if needed_from[u] >= end or not may_violate[u]:
                     continue
                 a, b = ustart[u], ustart[u + 1]
-                acc[:] = 0.0
-                _add_rows(acc, block, members, a, b, 0, TILE)
-                additions += (b - a) * TILE
+                whole = (b - a) // GROUP
+                # the same float32 operations in the same order as summing
+                # the bin alone (_add_rows): group sums added one after the
+                # other, then the last rows one by one
+                for k in range(valid, whole):
+                    g = a + k * GROUP
+                    r0 = block[members[g]]
+                    r1 = block[members[g + 1]]
+                    r2 = block[members[g + 2]]
+                    r3 = block[members[g + 3]]
+                    below, here = stack[k], stack[k + 1]
+                    for t in range(TILE):
+                        here[t] = below[t] + ((r0[t] + r1[t]) + (r2[t] + r3[t]))
+                additions += (whole - valid) * GROUP * TILE
+                valid = whole
+                sums = stack[whole]
+                if a + whole * GROUP < b:
+                    acc[:] = sums
+                    _add_rows(acc, block, members, a + whole * GROUP, b, 0, TILE)
+                    additions += (b - a - whole * GROUP) * TILE
+                    sums = acc
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
-                _count_triples(acc, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
+                _count_triples(sums, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
                                triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
-                               counts_here, severity_here, hits[tile - tile0], False)
+                               counts_here, severity_here, hits, tile - tile0, False)
         chunk_additions[chunk] = additions
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
@@ -400,7 +541,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
     width = (n_tiles - tile0) * TILE
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
-    hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
+    hits = np.zeros((n_triples, n_tiles - tile0, 2), dtype=np.uint64)
     additions = np.zeros(n_unique, dtype=np.int64)
     for u in prange(n_unique):
         a, b = ustart[u], ustart[u + 1]
@@ -430,7 +571,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
                 c0 = (tile - tile0) * TILE
                 _count_triples(acc[c0 : c0 + TILE], part, w, tile, x[:, tile * TILE : tile * TILE + w], members,
                                a, b, triples, t0, t1, triple_start, triple_cap, capacities,
-                               2.0 * (b - a + 1) * roundoff, chunk_counts, chunk_severity, hits[tile - tile0],
+                               2.0 * (b - a + 1) * roundoff, chunk_counts, chunk_severity, hits, tile - tile0,
                                True)
             for k in range(t1 - t0):
                 q = triples[t0 + k]
@@ -452,40 +593,32 @@ def _column_squares(hits, bin_triple, n_bins, counts):
     with ``sum_t V_t = sum_j q_j`` it gives the spread of the per-column
     counts (SPEC §5's evaluation columns are independent realizations).
 
-    The work is proportional to the violations: set bits are visited one by
-    one (the lowest set bit's position by a de Bruijn multiplication), and
+    The work is proportional to the violations: each violating bin's words
+    (contiguous, ``hits[q]``) are read in turn, set bits visited one by one
+    (the lowest set bit's position by a de Bruijn multiplication), and
     ``V_t^2`` is accumulated as the sum of ``2 V + 1`` over increments."""
     P = n_bins.shape[0]
+    n_tiles = hits.shape[1]
     out = np.zeros(P, dtype=np.int64)
     index = _DEBRUIJN_INDEX
     for p in prange(P):
-        violating = np.empty(n_bins[p], dtype=np.int64)
-        nv = 0
+        per_column = np.zeros(n_tiles * 2 * 64, dtype=np.int32)
+        total = np.int64(0)
         for j in range(n_bins[p]):
             q = bin_triple[p, j]
-            if counts[q] > 0:
-                violating[nv] = q
-                nv += 1
-        if nv == 0:
-            continue
-        per_column = np.zeros(2 * 64, dtype=np.int64)
-        total = np.int64(0)
-        for tile in range(hits.shape[0]):
-            for word in range(2):
-                touched = np.uint64(0)
-                for s in range(nv):
-                    bits = hits[tile, violating[s], word]
-                    touched |= bits
+            if counts[q] == 0:
+                continue
+            row = hits[q]
+            for tile in range(n_tiles):
+                for word in range(2):
+                    bits = row[tile, word]
+                    base = (tile * 2 + word) * 64
                     while bits:
                         low = bits & (~bits + np.uint64(1))
-                        t = word * 64 + index[(low * _DEBRUIJN) >> np.uint64(58)]
-                        total += 2 * per_column[t] + 1
+                        t = base + index[(low * _DEBRUIJN) >> np.uint64(58)]
+                        total += 2 * np.int64(per_column[t]) + 1
                         per_column[t] += 1
                         bits ^= low
-                while touched:
-                    low = touched & (~touched + np.uint64(1))
-                    per_column[word * 64 + index[(low * _DEBRUIJN) >> np.uint64(58)]] = 0
-                    touched ^= low
         out[p] = total
     return out
 
@@ -545,6 +678,10 @@ def count_violations(tiles, maxima, tile0, stop, assigns, n_bins, bin_cap, capac
     args = (tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, starts[triple_first], capacities,
             roundoff)
     if tiles.ndim == 3:
+        members, ustart, triple_bin, triple_cap, triple_first, shared = _in_prefix_order(
+            members, ustart, triple_bin, triple_cap, triple_first, bin_triple)
+        args = (tiles, maxima, tile0, stop, members, ustart, triple_bin, triple_cap, starts[triple_first],
+                capacities, roundoff, shared)
         n_triples = triple_bin.shape[0]
         words = (tiles.shape[0] * 2 + 2 * CHUNKS) * n_triples
         room = np.empty(words, dtype=np.uint64) if scratch is None else scratch(words)
