@@ -288,25 +288,33 @@ def _add_rows(acc, src, members, a, b, lo, hi):
 
 
 @jit(inline="always")
-def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
+def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
     sums are ``acc``, and their summed excess ``S - c``: sums at or above
     ``above`` violate; those in ``[below, above)`` are decided by their
     float64 sum in ascending position. ``above``/``below`` have the sums'
-    type; ``part`` is (TILE,) float64 scratch.
+    type; ``part`` is (TILE,) float64 scratch. The violating columns are
+    set as bits of ``hits[0]`` (columns 0-63 of the tile) and ``hits[1]``
+    (64-127).
 
     The first pass counts over the whole tile with masks, so that it
     vectorizes; only a tile with a violation makes a second pass for the
     excesses, added by pairwise halving (a fixed order whose steps vectorize
-    too).
+    too), and its bits.
     """
     near = np.int32(0)
     sure = np.int32(0)
-    for t in range(TILE):
-        inside = (t >= lo) & (t < w)
-        v = acc[t]
-        near += np.int32(inside & (v >= below))
-        sure += np.int32(inside & (v >= above))
+    if lo == 0 and w == TILE:
+        for t in range(TILE):
+            v = acc[t]
+            near += np.int32(v >= below)
+            sure += np.int32(v >= above)
+    else:
+        for t in range(TILE):
+            inside = (t >= lo) & (t < w)
+            v = acc[t]
+            near += np.int32(inside & (v >= below))
+            sure += np.int32(inside & (v >= above))
     if near == 0:
         return 0, 0.0
     count = np.int64(sure)
@@ -315,6 +323,12 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
         for t in range(TILE):
             v = acc[t]
             part[t] = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
+        # a sum at or above ``above`` exceeds c: its part is > 0
+        for word in range(2):
+            bits = np.uint64(0)
+            for s in range(64):
+                bits |= np.uint64(part[word * 64 + s] > 0.0) << np.uint64(s)
+            hits[word] |= bits
         h = TILE
         while h > 1:
             h //= 2
@@ -329,31 +343,8 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b):
                 if exact > c:
                     count += 1
                     excess += exact - c
+                    hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
     return count, excess
-
-
-@jit(inline="always")
-def _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits):
-    """The columns of ``[lo, w)`` that violate ``c`` (as :func:`_tally`
-    decides them) as bits of ``hits[0]`` (columns 0-63 of the tile) and
-    ``hits[1]`` (64-127). Only called for a tile with a violation: a
-    branch-free pass for the sums at or above ``above``, then the float64
-    re-check of the few in ``[below, above)``."""
-    near = False
-    for word in range(2):
-        bits = np.uint64(0)
-        for s in range(64):
-            t = word * 64 + s
-            inside = (t >= lo) & (t < w)
-            v = acc[t]
-            bits |= np.uint64(inside & (v >= above)) << np.uint64(s)
-            near |= inside & (v >= below) & (v < above)
-        hits[word] |= bits
-    if near:
-        for t in range(lo, w):
-            v = acc[t]
-            if (v >= below) & (v < above) and _exact_sum(block, members, a, b, t) > c:
-                hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
 
 
 @jit(inline="always")
@@ -386,14 +377,10 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
             above, below = np.float32(c + tol), np.float32(c - tol)
-            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b)
-            if count:
-                _hit_mask(acc, lo, w, c, above, below, block, members, a, b, hits[q, slot])
+            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits[q, slot])
         else:
             above = np.nextafter(c, np.inf)
-            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b)
-            if count:
-                _hit_mask(acc, lo, w, c, above, above, block, members, a, b, hits[q, slot])
+            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b, hits[q, slot])
         if count:
             at = k - t0 if by_slot else q
             counts[at] += count
