@@ -319,22 +319,27 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
         return 0, 0.0
     count = np.int64(sure)
     excess = 0.0
+    w0 = np.uint64(0)
+    w1 = np.uint64(0)
     if sure > 0:
-        for t in range(TILE):
-            v = acc[t]
-            part[t] = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
-        # a sum at or above ``above`` exceeds c: its part is > 0
-        for word in range(2):
-            bits = np.uint64(0)
-            for s in range(64):
-                bits |= np.uint64(part[word * 64 + s] > 0.0) << np.uint64(s)
-            hits[word] |= bits
-        h = TILE
-        while h > 1:
-            h //= 2
-            for t in range(h):
-                part[t] += part[t + h]
-        excess = part[0]
+        # the excesses added by pairwise halving: part[t] + part[t + 64],
+        # then halves of 32, 16 and 8, then the last eight in the same tree
+        for t in range(64):
+            v, u = acc[t], acc[t + 64]
+            low = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
+            high = (np.float64(u) - c) if (t + 64 >= lo) & (t + 64 < w) & (u >= above) else 0.0
+            part[t] = low + high
+        for s in range(64):
+            w0 |= np.uint64((s >= lo) & (s < w) & (acc[s] >= above)) << np.uint64(s)
+        for s in range(64):
+            w1 |= np.uint64((s + 64 >= lo) & (s + 64 < w) & (acc[s + 64] >= above)) << np.uint64(s)
+        for t in range(32):
+            part[t] += part[t + 32]
+        for t in range(16):
+            part[t] += part[t + 16]
+        for t in range(8):
+            part[t] += part[t + 8]
+        excess = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]))
     if near > sure:
         for t in range(lo, w):
             v = acc[t]
@@ -343,7 +348,13 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
                 if exact > c:
                     count += 1
                     excess += exact - c
-                    hits[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+                    if t < 64:
+                        w0 |= np.uint64(1) << np.uint64(t)
+                    else:
+                        w1 |= np.uint64(1) << np.uint64(t - 64)
+    if count:
+        hits[0] = w0
+        hits[1] = w1
     return count, excess
 
 
