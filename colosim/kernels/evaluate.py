@@ -33,6 +33,9 @@ __all__ = ["count_violations"]
 
 CHUNKS = 32
 
+if TILE != 128:  # _tally's two bit words and unrolled halving are written for 128 columns
+    raise ImportError(f"colosim.kernels.evaluate needs TILE = 128, not {TILE}")
+
 
 @jit
 def _table_size(n):
@@ -294,8 +297,9 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
     ``above`` violate; those in ``[below, above)`` are decided by their
     float64 sum in ascending position. ``above``/``below`` have the sums'
     type; ``part`` is (TILE,) float64 scratch. The violating columns are
-    set as bits of ``hits[0]`` (columns 0-63 of the tile) and ``hits[1]``
-    (64-127).
+    stored as bits of ``hits[0]`` (columns 0-63 of the tile) and ``hits[1]``
+    (64-127), once, when there is one (each triple's tile is tallied once;
+    the words start zeroed). The halving below is written for TILE = 128.
 
     The first pass counts over the whole tile with masks, so that it
     vectorizes; only a tile with a violation makes a second pass for the
