@@ -412,12 +412,14 @@ _INGEST_NAMES = {"min_records": "--min-records", "on_bad_lines": "--on-bad-lines
 
 def _print_report(report, out: Path) -> None:
     """The counts table of an ingest (SPEC §7), then the extra counts."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"ingest filters → {out}")
-    for name in ("step", "tasks dropped", "records dropped", "tasks left", "records left", "what"):
-        table.add_column(name, justify="left" if name in ("step", "what") else "right")
+    table = Table(title=f"ingest filters → {out}", box=box.SIMPLE_HEAD)
+    for name in ("step", "tasks\ndropped", "records\ndropped", "tasks\nleft", "records\nleft"):
+        table.add_column(name, justify="left" if name == "step" else "right", no_wrap=True)
+    table.add_column("what", ratio=1)
     fmt = lambda v: "" if v is None else f"{v:,}"  # noqa: E731
     for s in report.steps:
         table.add_row(s["step"], fmt(s["tasks_dropped"]), fmt(s["records_dropped"]),
@@ -476,7 +478,11 @@ def ingest_google2011_cmd(
 @ingest_app.command("google2019")
 def ingest_google2019_cmd(
     paths: list[str] = typer.Argument(
-        ..., help="instance_usage CSV files (header row; .csv or .csv.gz), folders or globs."
+        ..., help=(
+            "Per-task instance_usage CSVs (header row; .csv or .csv.gz), or the trace's own tables: "
+            "instance_usage*.json, *.json.gz (JSON lines) or *.parquet, with optional instance_events* "
+            "files (docs/ingest.md); files, folders or globs."
+        ),
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Series file to write (HDF5, atomically)."),
     min_records: int = typer.Option(
@@ -491,12 +497,17 @@ def ingest_google2019_cmd(
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing series file at --out (never an input)."),
 ) -> None:
-    """Ingest Google 2019 per-task instance_usage series into a series file (docs/spec.md §7, steps 2-5).
+    """Ingest Google 2019 instance_usage series into a series file (docs/spec.md §7).
 
-    Example:
+    The format is told from the files: per-task CSVs (steps 2-5), or the
+    trace's tables in their nested v3 shape, where instance_events files
+    (EVICT, FAIL, KILL, LOST) drive step 1.
+
+    Examples:
 
     \b
         colosim ingest google2019 instance_usage/ --out google2019.h5
+        colosim ingest google2019 cell_a_tables/ --out cell_a.h5
     """
     from .sources.google2019 import ingest_google2019
 

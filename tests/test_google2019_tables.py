@@ -219,3 +219,93 @@ def test_integers_written_as_strings_are_read(tmp_path):
     s = open_series(tmp_path / "s.h5")
     assert s.task_id.tolist() == [[7, 0]]
     assert np.asarray(s.start_time).tolist() == [300_000_000 * t for t in range(30)]
+
+
+@pytest.mark.parametrize("edit, why", [
+    (dict(start_time="abc"), 'start_time holds "abc", not an integer'),
+    (dict(collection_id=7.5), "collection_id holds 7.5, not an integer >= 0"),
+    (dict(instance_index=-3), "instance_index holds -3, not an integer >= 0"),
+    (dict(collection_id=1e30), "collection_id holds 1e[+]30, not an integer >= 0"),
+    (dict(average_usage="x"), 'average_usage holds "x", not an object'),
+    (dict(average_usage={"cpus": True, "memory": 0.1}), "average_usage.cpus holds true, not a number"),
+    (dict(cpu_usage_distribution="abc"), 'cpu_usage_distribution holds "abc", not an array of numbers'),
+    (dict(cpu_usage_distribution=[0.01, "z"] + [0.02] * 9), "cpu_usage_distribution holds .*not an array"),
+    (dict(cpu_usage_distribution=[0.01, None] + [0.02] * 9), r"is null or lies outside \[0, 1\]"),
+])
+def test_values_of_the_wrong_type_name_their_line(tmp_path, edit, why):
+    """A value of the wrong type is its own line's error (not a whole-file
+    read error, nor silently rounded or taken as absent)."""
+    recs = [record(t) for t in range(30)]
+    recs[5].update(edit)
+    path = write_lines(tmp_path / "instance_usage.json", recs)
+    with pytest.raises(InputError, match=why) as err:
+        ingest_google2019([path], tmp_path / "s.h5")
+    assert str(err.value).startswith(f"{path}: line 6:")
+    report = ingest_google2019([path], tmp_path / "s.h5", on_bad_lines="skip")
+    assert report.counts["bad_lines"] == 1 and report.counts["distribution_absent"] == 0
+    assert open_series(tmp_path / "s.h5").n_records == 29
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{not json\n", "line 3: not valid JSON"),
+    ("[1, 2]\n", "line 3: a JSON list, not an object"),
+])
+def test_unreadable_line_is_named(tmp_path, text, why):
+    lines = [json.dumps(record(t)) + "\n" for t in range(30)]
+    lines[2] = text
+    path = tmp_path / "instance_usage.json"
+    path.write_text("".join(lines))
+    with pytest.raises(InputError, match=why):
+        ingest_google2019([path], tmp_path / "s.h5")
+    assert not (tmp_path / "s.h5").exists()
+
+
+@pytest.mark.parametrize("event, why", [
+    ({"instance_index": 0, "type": 7}, "line 2: the event lacks collection_id"),
+    ({"collection_id": 7, "instance_index": 0}, "line 2: the event lacks type"),
+    ({"collection_id": 7.5, "instance_index": 0, "type": 7}, "line 2: collection_id holds 7.5"),
+    ({"collection_id": "x7", "instance_index": 0, "type": 7}, 'line 2: collection_id holds "x7"'),
+])
+def test_bad_event_names_its_line(tmp_path, event, why):
+    write_lines(tmp_path / "instance_usage.json", [record(t) for t in range(30)])
+    events = write_lines(tmp_path / "instance_events.json",
+                         [{"collection_id": 7, "instance_index": 1, "type": 5}, event])
+    with pytest.raises(InputError, match=why) as err:
+        ingest_google2019([tmp_path], tmp_path / "s.h5")
+    assert str(err.value).startswith(f"{events}: ")
+    assert not (tmp_path / "s.h5").exists()
+    report = ingest_google2019([tmp_path], tmp_path / "s.h5", on_bad_lines="skip")
+    assert report.counts["event_bad_lines"] == 1
+
+
+def test_event_type_written_as_a_float_code_is_failing(tmp_path):
+    write_lines(tmp_path / "instance_usage.json", [record(t, index=i) for i in range(2) for t in range(30)])
+    write_lines(tmp_path / "instance_events.json", [{"collection_id": 7, "instance_index": 0, "type": 7.0}])
+    ingest_google2019([tmp_path], tmp_path / "s.h5")
+    assert open_series(tmp_path / "s.h5").task_id.tolist() == [[7, 1]]
+
+
+def test_no_records_or_no_task_left_writes_nothing(tmp_path):
+    empty = tmp_path / "a" / "instance_usage.json"
+    empty.parent.mkdir()
+    empty.write_text("")
+    with pytest.raises(InputError, match="no instance_usage records"):
+        ingest_google2019([empty], tmp_path / "s.h5")
+    short = write_lines(tmp_path / "b" / "instance_usage.json", [record(t) for t in range(5)])
+    result = runner.invoke(app, ["ingest", "google2019", str(short), "-o", str(tmp_path / "s.h5")])
+    assert result.exit_code == 2
+    assert "no task is left after the filters" in result.output and "short 1" in result.output
+    assert not (tmp_path / "s.h5").exists()
+
+
+def test_a_missing_usage_value_is_step_2_under_its_v3_name(tmp_path):
+    """A record without average_usage (BigQuery's JSON export leaves out
+    null fields) is dropped and counted by step 2, named by its v3 field."""
+    recs = [record(t) for t in range(30)]
+    del recs[3]["average_usage"]
+    del recs[4]["random_sample_usage"]
+    write_lines(tmp_path / "instance_usage.json", recs)
+    report = ingest_google2019([tmp_path / "instance_usage.json"], tmp_path / "s.h5")
+    step = report.step("missing")
+    assert step["records_dropped"] == 2
+    assert "average_usage.cpus or random_sample_usage.cpus" in step["what"]

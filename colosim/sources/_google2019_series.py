@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ..io.series import SeriesWriter
 from .ingest import IngestReport
 
@@ -41,6 +42,8 @@ def build_series(tasks: dict, counts: dict, output, files, min_records: int, on_
         report.add_step("failing", "tasks with an EVICT, FAIL, KILL or LOST event dropped", len(keys), n0,
                         len(dropped), dropped_r)
     # step 2: records missing the sampled or the average usage
+    fields = ("average_usage.cpus or random_sample_usage.cpus" if fmt == "google2019-tables"
+              else "avg_cpu_usage or random_sample_cpu_usage")
     kept = {}
     dropped_r = 0
     for key in keys:
@@ -50,7 +53,7 @@ def build_series(tasks: dict, counts: dict, output, files, min_records: int, on_
         if ok.any():
             kept[key] = (arr[ok], usage[ok], None if quant is None else quant[ok])
     report.add_step(
-        "missing", "records missing avg_cpu_usage or random_sample_cpu_usage dropped (tasks left with none)",
+        "missing", f"records missing {fields} dropped (tasks left with none)",
         len(kept), n0 - dropped_r, len(keys) - len(kept), dropped_r,
     )
     n2 = n0 - dropped_r
@@ -114,6 +117,12 @@ def build_series(tasks: dict, counts: dict, output, files, min_records: int, on_
     task_id = np.array(out_keys, dtype=np.int64).reshape(-1, 2)
     if event_counts:
         report.counts.update(event_counts)
+    if not out_keys:
+        dropped = ", ".join(f"{st['step']} {st['tasks_dropped']:,}" for st in report.steps[1:] if st["tasks_dropped"])
+        first = report.steps[0]
+        names = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise InputError(f"{names}: no task is left after the filters (read {first['tasks']:,} tasks, "
+                         f"{first['records']:,} records; tasks dropped: {dropped or 'none'}); nothing written")
     source = dict(format=fmt, files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
     output.check()
     with SeriesWriter(out, task_id=task_id, offsets=offsets, source=source, filters=report.to_dict(),

@@ -169,7 +169,8 @@ def collect_files(paths: Iterable) -> list[Path]:
         if p.is_dir():
             found = sorted(q for q in p.rglob("*") if q.is_file() and q.name.endswith((".csv", ".csv.gz")))
             if not found:
-                raise InputError(f"{p}: no instance_usage files (*.csv or *.csv.gz) under this directory")
+                raise InputError(f"{p}: no instance_usage files (*.csv, *.csv.gz, instance_usage*.json, *.json.gz "
+                                 "or *.parquet) under this directory")
             files.extend(found)
         else:
             files.extend(find_shards(spec, "instance_usage"))
