@@ -362,3 +362,19 @@ def test_real_tasks_characterized_both_ways(shared_data, tmp_path):
     assert a.lines["avg"].slope == b.lines["avg"].slope
     k = list(a.percentiles.percentiles).index(99.9)
     assert np.nanmedian(b.percentiles.error[:, 0, k]) < np.nanmedian(a.percentiles.error[:, 0, k]) < 0
+
+
+def test_characterize_with_a_window_quantiles_store_says_so(tmp_path):
+    """A store realized with window-quantiles, characterized beside the
+    series' sampled seconds: the report names the store's sampling and says
+    which analyses come from it."""
+    path = make_series(tmp_path / "s.h5", random_knots(np.random.default_rng(26), 20, max_len=60))
+    for sampling in ("window-quantiles", "independent"):
+        realize_file(path, tmp_path / f"{sampling}.h5", n_tasks=20, n_realizations=40, seed=1, sampling=sampling)
+        out = tmp_path / sampling
+        res = runner.invoke(app, ["characterize", str(path), "--store", str(tmp_path / f"{sampling}.h5"), "--out",
+                                  str(out), "--repetitions", "3", "--sizes", "10", "--n-init", "1"])
+        assert res.exit_code == 0, res.output
+        report = (out / "report.md").read_text()
+        assert f"realized with sampling `{sampling}`" in report
+        assert ("Table 1 and Figs. 5-6 come from the store" in report) == (sampling == "window-quantiles")

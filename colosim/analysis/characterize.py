@@ -752,7 +752,13 @@ def characterize(series, store=None, *, seed: int = 0, repetitions: int = DEFAUL
     if store is not None:
         x = store.x
         where = str(store.path)
-        store_desc = f"store `{store.path.name}` ({store.n_tasks} tasks × {store.n_realizations} realizations)"
+        realized = store.attrs.get("sampling") or "unknown"
+        store_desc = (f"store `{store.path.name}` ({store.n_tasks} tasks × {store.n_realizations} realizations, "
+                      f"realized with sampling `{realized}`)")
+        if realized == "window-quantiles" and sampling == "sample":
+            notes.append("Table 1 and Figs. 5-6 come from the store, whose instantaneous values were drawn from the "
+                         "windows' distributions (sampling window-quantiles); Figs. 1-4 from the series' sampled "
+                         "seconds.")
     else:
         if store_tasks < 1:
             raise InputError(f"store_tasks must be >= 1, not {store_tasks}", param="store_tasks")
