@@ -32,6 +32,8 @@ from .tiles import TILE
 __all__ = ["count_violations"]
 
 CHUNKS = 32
+#: tiles whose hit words one pass of _column_squares reads together
+SQUARES_GROUP = 4
 
 if TILE != 128:  # _tally's two bit words and unrolled halving are written for 128 columns
     raise ImportError(f"colosim.kernels.evaluate needs TILE = 128, not {TILE}")
@@ -376,8 +378,8 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
     a violation is S > c (S == c is not one).
 
     The violating columns of the tile are recorded as bits of
-    ``hits[q, slot]`` (two words per triple and tile), for the per-column
-    counts.
+    ``hits[slot, q]`` (two words per tile and triple: a tile's triples are
+    written in order, q ascending), for the per-column counts.
     ``counts`` and ``severity`` are indexed by the triple ``q``, or with
     ``by_slot`` by its slot ``k - t0`` among the bin's triples.
     """
@@ -392,10 +394,10 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
             above, below = np.float32(c + tol), np.float32(c - tol)
-            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits[q, slot])
+            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits[slot, q])
         else:
             above = np.nextafter(c, np.inf)
-            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b, hits[q, slot])
+            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b, hits[slot, q])
         if count:
             at = k - t0 if by_slot else q
             counts[at] += count
@@ -410,7 +412,7 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     sum of ``(S - c) / c`` over them. ``tiles`` holds the columns from
     ``tile0 * TILE`` on (global tile ``tile`` is ``tiles[tile - tile0]``).
 
-    Also returns ``hits`` (triples, tiles, 2) uint64: the violating columns
+    Also returns ``hits`` (tiles, triples, 2) uint64: the violating columns
     of each triple in each tile as bits, and the number of additions
     performed (a tile's padding columns included: they are added too).
 
@@ -447,15 +449,14 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
         may_violate[u] = _bound(maxima, ustart[u], ustart[u + 1], members) > lowest_cap[u]
 
     # the chunks' counts and severity, and the violating columns, two 64-bit
-    # words per (tile, triple) (chunks own disjoint tiles, so they never
-    # write the same word), in ``scratch`` (zeroed here)
+    # words per (tile, triple), tile-major: a chunk owns its tiles' words, a
+    # contiguous stretch it zeroes itself and writes in order (triples are
+    # numbered by bin, bins visited in that order), in ``scratch``
     n_hits = (n_tiles - tile0) * n_triples * 2
     n_chunk = CHUNKS * n_triples
     words = scratch
-    step = (words.shape[0] + CHUNKS - 1) // CHUNKS
-    for chunk in prange(CHUNKS):
-        words[chunk * step : min((chunk + 1) * step, words.shape[0])] = 0
-    hits = words[:n_hits].reshape((n_triples, n_tiles - tile0, 2))
+    words[n_hits:] = 0
+    hits = words[:n_hits].reshape((n_tiles - tile0, n_triples, 2))
     chunk_counts = words[n_hits : n_hits + n_chunk].view(np.int64).reshape((CHUNKS, n_triples))
     chunk_severity = words[n_hits + n_chunk :].view(np.float64).reshape((CHUNKS, n_triples))
     chunk_additions = np.zeros(CHUNKS, dtype=np.int64)
@@ -474,6 +475,7 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
         severity_here = chunk_severity[chunk]
         additions = 0
         for tile in range(max(tile0, chunk * n_tiles // CHUNKS), (chunk + 1) * n_tiles // CHUNKS):
+            hits[tile - tile0] = 0
             block = tiles[tile - tile0]
             w = min(TILE, stop - tile * TILE)
             end = tile * TILE + w
@@ -543,7 +545,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
     width = (n_tiles - tile0) * TILE
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
-    hits = np.zeros((n_triples, n_tiles - tile0, 2), dtype=np.uint64)
+    hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
     additions = np.zeros(n_unique, dtype=np.int64)
     for u in prange(n_unique):
         a, b = ustart[u], ustart[u + 1]
@@ -595,33 +597,44 @@ def _column_squares(hits, bin_triple, n_bins, counts):
     with ``sum_t V_t = sum_j q_j`` it gives the spread of the per-column
     counts (SPEC §5's evaluation columns are independent realizations).
 
-    The work is proportional to the violations: each violating bin's words
-    (contiguous, ``hits[q]``) are read in turn, set bits visited one by one
-    (the lowest set bit's position by a de Bruijn multiplication), and
-    ``V_t^2`` is accumulated as the sum of ``2 V + 1`` over increments."""
+    A few tiles at a time (``hits[t0:t1]``, those tiles' words of every
+    triple, stay in cache while every packing reads them), spread over the
+    threads; the
+    integer sums of the tiles are added afterwards. The work is
+    proportional to the violations: set bits are visited one by one (the
+    lowest set bit's position by a de Bruijn multiplication), and ``V_t^2``
+    is accumulated as the sum of ``2 V + 1`` over increments."""
     P = n_bins.shape[0]
-    n_tiles = hits.shape[1]
-    out = np.zeros(P, dtype=np.int64)
+    n_tiles = hits.shape[0]
     index = _DEBRUIJN_INDEX
-    for p in prange(P):
-        per_column = np.zeros(n_tiles * 2 * 64, dtype=np.int32)
-        total = np.int64(0)
-        for j in range(n_bins[p]):
-            q = bin_triple[p, j]
-            if counts[q] == 0:
-                continue
-            row = hits[q]
-            for tile in range(n_tiles):
-                for word in range(2):
-                    bits = row[tile, word]
-                    base = (tile * 2 + word) * 64
-                    while bits:
-                        low = bits & (~bits + np.uint64(1))
-                        t = base + index[(low * _DEBRUIJN) >> np.uint64(58)]
-                        total += 2 * np.int64(per_column[t]) + 1
-                        per_column[t] += 1
-                        bits ^= low
-        out[p] = total
+    n_groups = (n_tiles + SQUARES_GROUP - 1) // SQUARES_GROUP
+    by_group = np.zeros((n_groups, P), dtype=np.int64)
+    for g in prange(n_groups):
+        t0 = g * SQUARES_GROUP
+        t1 = min(n_tiles, t0 + SQUARES_GROUP)
+        per_column = np.zeros(SQUARES_GROUP * 2 * 64, dtype=np.int32)
+        for p in range(P):
+            per_column[:] = 0
+            total = np.int64(0)
+            for j in range(n_bins[p]):
+                q = bin_triple[p, j]
+                if counts[q] == 0:
+                    continue
+                for tile in range(t0, t1):
+                    for word in range(2):
+                        bits = hits[tile, q, word]
+                        base = ((tile - t0) * 2 + word) * 64
+                        while bits:
+                            low = bits & (~bits + np.uint64(1))
+                            t = base + index[(low * _DEBRUIJN) >> np.uint64(58)]
+                            total += 2 * np.int64(per_column[t]) + 1
+                            per_column[t] += 1
+                            bits ^= low
+            by_group[g, p] = total
+    out = np.zeros(P, dtype=np.int64)
+    for g in range(n_groups):
+        for p in range(P):
+            out[p] += by_group[g, p]
     return out
 
 
