@@ -172,3 +172,30 @@ def test_bracketed_percentiles_refuse_a_row_with_nan():
     _percentiles_sorted(row, levels, want, select_work(5000))
     x = row[None, :].copy()
     assert task_statistics(x, 5000, levels)[4][0].view(np.uint64) == want.view(np.uint64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 256), st.integers(0, 2**32 - 1), st.sampled_from(sorted(_ROWS)),
+       st.lists(st.floats(0, 100), min_size=1, max_size=6))
+def test_short_row_percentiles_are_the_radix_selections_bit_for_bit(k, seed, shape, levels):
+    """Short rows' percentiles from a sorted copy are the very bits of the
+    radix selection (zeros of either sign found as 0.0), and NumPy's; a row
+    with NaN is refused and left to the radix selection."""
+    from colosim.kernels._sort import select_work
+    from colosim.kernels.stats import SORT_MAX, _percentiles_short, _percentiles_sorted
+
+    assert k <= SORT_MAX
+    rng = np.random.default_rng(seed)
+    row = np.ascontiguousarray(_ROWS[shape](rng, k), dtype=np.float32)
+    if shape in ("zeros", "half-zeros"):
+        row[::7] = np.where(row[::7] == 0, np.float32(-0.0), row[::7])
+    levels = np.array(sorted(levels))
+    want = np.empty(levels.size)
+    _percentiles_sorted(row, levels, want, select_work(k))
+    got = np.empty(levels.size)
+    assert _percentiles_short(row, levels, got, np.empty(k, np.float32))
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    x = row[None, :].copy()
+    assert np.array_equal(task_statistics(x, k, levels)[4][0].view(np.uint64), want.view(np.uint64))
+    row[rng.integers(k)] = np.nan
+    assert not _percentiles_short(row, levels, got, np.empty(k, np.float32))
