@@ -130,6 +130,14 @@ _ROWS = {"gamma": lambda rng, k: rng.gamma(0.6, 0.05, k),
          "huge": lambda rng, k: np.where(rng.random(k) < 0.01, np.inf, rng.random(k))}
 
 
+def _float32_row(rng, shape: str, k: int) -> np.ndarray:
+    """A float32 row of ``_ROWS[shape]``, every seventh zero made -0.0."""
+    row = np.ascontiguousarray(_ROWS[shape](rng, k), dtype=np.float32)
+    if shape in ("zeros", "half-zeros"):
+        row[::7] = np.where(row[::7] == 0, np.float32(-0.0), row[::7])
+    return row
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 12000), st.integers(0, 2**32 - 1), st.sampled_from(sorted(_ROWS)),
        st.lists(st.floats(0, 100), min_size=1, max_size=6))
@@ -142,9 +150,7 @@ def test_bracketed_percentiles_are_the_radix_selections_bit_for_bit(k, seed, sha
     from colosim.kernels.stats import SAMPLE, _percentiles_bracketed, _percentiles_sorted
 
     rng = np.random.default_rng(seed)
-    row = np.ascontiguousarray(_ROWS[shape](rng, k), dtype=np.float32)
-    if shape in ("zeros", "half-zeros"):
-        row[::7] = np.where(row[::7] == 0, np.float32(-0.0), row[::7])
+    row = _float32_row(rng, shape, k)
     levels = np.array(sorted(levels))
     want = np.empty(levels.size)
     _percentiles_sorted(row, levels, want, select_work(k))
@@ -178,24 +184,24 @@ def test_bracketed_percentiles_refuse_a_row_with_nan():
 @given(st.integers(1, 256), st.integers(0, 2**32 - 1), st.sampled_from(sorted(_ROWS)),
        st.lists(st.floats(0, 100), min_size=1, max_size=6))
 def test_short_row_percentiles_are_the_radix_selections_bit_for_bit(k, seed, shape, levels):
-    """Short rows' percentiles from a sorted copy are the very bits of the
-    radix selection (zeros of either sign found as 0.0), and NumPy's; a row
+    """Short rows' percentiles from the radix selection's keys, sorted, are
+    its very bits (zeros of either sign included), and NumPy's values; a row
     with NaN is refused and left to the radix selection."""
     from colosim.kernels._sort import select_work
     from colosim.kernels.stats import SORT_MAX, _percentiles_short, _percentiles_sorted
 
     assert k <= SORT_MAX
     rng = np.random.default_rng(seed)
-    row = np.ascontiguousarray(_ROWS[shape](rng, k), dtype=np.float32)
-    if shape in ("zeros", "half-zeros"):
-        row[::7] = np.where(row[::7] == 0, np.float32(-0.0), row[::7])
+    row = _float32_row(rng, shape, k)
     levels = np.array(sorted(levels))
     want = np.empty(levels.size)
     _percentiles_sorted(row, levels, want, select_work(k))
     got = np.empty(levels.size)
-    assert _percentiles_short(row, levels, got, np.empty(k, np.float32))
+    assert _percentiles_short(row, levels, got, np.empty(k, np.uint32), np.zeros((4, 2048), np.int32))
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    with np.errstate(invalid="ignore"):  # inf - inf in NumPy's lerp
+        assert np.array_equal(got, np.percentile(row.astype(np.float64), levels), equal_nan=True)
     x = row[None, :].copy()
     assert np.array_equal(task_statistics(x, k, levels)[4][0].view(np.uint64), want.view(np.uint64))
     row[rng.integers(k)] = np.nan
-    assert not _percentiles_short(row, levels, got, np.empty(k, np.float32))
+    assert not _percentiles_short(row, levels, got, np.empty(k, np.uint32), np.zeros((4, 2048), np.int32))

@@ -108,6 +108,12 @@ def select(a, lo, hi, k):
             return
 
 
+@jit(inline="always")
+def _float_bits(u):
+    """The float32 bits of the order-preserving key ``u`` (``_keys32``)."""
+    return (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u
+
+
 @jit
 def _keys32(values, keys, counts):
     """The order-preserving keys of float32 ``values`` (-0.0 as 0.0) into
@@ -238,7 +244,7 @@ def order_statistics_float32(values, ranks, out, work):
             below_f += c3[f]
             f += 1
         u = (np.uint32(d) << top) | (np.uint32(e) << np.uint32(10)) | np.uint32(f)
-        ob[r] = (u ^ _F32_SIGN) if (u & _F32_SIGN) else ~u
+        ob[r] = _float_bits(u)
 
 
 @jit

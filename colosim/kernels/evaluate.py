@@ -599,8 +599,7 @@ def _column_squares(hits, bin_triple, n_bins, counts):
 
     A few tiles at a time (``hits[t0:t1]``, those tiles' words of every
     triple, stay in cache while every packing reads them), spread over the
-    threads; the
-    integer sums of the tiles are added afterwards. The work is
+    threads; the integer sums of the groups are added afterwards. The work is
     proportional to the violations: set bits are visited one by one (the
     lowest set bit's position by a de Bruijn multiplication), and ``V_t^2``
     is accumulated as the sum of ``2 V + 1`` over increments."""

@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._sort import order_statistics_float32, select, select_work
+from ._sort import _float_bits, _keys32, order_statistics_float32, select, select_work
 
 __all__ = ["task_statistics", "row_means", "row_maxima", "log_mgf"]
 
@@ -32,10 +32,10 @@ SAMPLE = 128
 CUTS = 8
 BRACKET_MIN = 2048
 
-#: rows up to this length get their percentiles by sorting a copy: the radix
-#: selection's fixed cost (passes over its 2,048 digits) is tens of times
-#: that of sorting a short row (low clairvoyance levels observe 10 or 100
-#: columns)
+#: rows up to this length get their percentiles by sorting the radix
+#: selection's keys: its fixed cost (passes over its 2,048 digits) is tens of
+#: times that of sorting a short row (low clairvoyance levels observe 10 or
+#: 100 columns)
 SORT_MAX = 256
 
 #: rows per task of the parallel loops (each task allocates its lanes once)
@@ -137,7 +137,7 @@ def task_statistics(x, k, levels):
         lo = np.empty(LANES, dtype=x.dtype)
         work = select_work(k if n_levels > 0 else 0)
         pool = np.empty(k if n_levels > 0 else 0, dtype=x.dtype)
-        short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.float32)
+        short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.uint32)
         sample = np.empty(SAMPLE, dtype=x.dtype)
         found = np.empty(2, dtype=x.dtype)
         for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
@@ -147,9 +147,9 @@ def task_statistics(x, k, levels):
             var[i] = _lane_squares(row, m, acc) / k
             maximum[i], minimum[i] = _extremes(row, hi, lo)
             if n_levels > 0:
-                if row.itemsize == 4:  # float32 data: sorted, bracketed, else radix selection on the bit patterns
+                if row.itemsize == 4:  # float32: sorted keys, bracketed, else radix selection on the bit patterns
                     if k <= SORT_MAX:
-                        if not _percentiles_short(row, levels, perc[i], short):
+                        if not _percentiles_short(row, levels, perc[i], short, work[2]):
                             _percentiles_sorted(row, levels, perc[i], work)
                     elif k < BRACKET_MIN or not _percentiles_bracketed(row, levels, perc[i], pool, sample, found):
                         _percentiles_sorted(row, levels, perc[i], work)
@@ -250,22 +250,27 @@ def _percentiles_selected(values, levels, out):
 
 
 @jit
-def _percentiles_short(row, levels, out, buf):
-    """What :func:`_percentiles_sorted` gives, for a short float32 row, from
-    a sorted copy in ``buf`` (as long as the row); False, and nothing
-    written, for a row with NaN. The order statistics are the same values
-    (-0.0 found as 0.0: adding +0.0 makes it so), the lerp the same."""
+def _percentiles_short(row, levels, out, keys, counts):
+    """What :func:`_percentiles_sorted` gives, for a short float32 row, by
+    sorting the very keys the radix selection selects among
+    (:func:`colosim.kernels._sort._keys32`, into ``keys``: uint32, as long
+    as the row; ``counts`` takes its histogram, unused) and turning the
+    wanted ones back into floats as it does: the same order statistics,
+    bit for bit. False, and nothing written, for a row with NaN."""
     k = row.shape[0]
-    buf[:] = row
-    buf.sort()
-    if buf[k - 1] != buf[k - 1]:  # NaN sorts last
-        return False
+    for i in range(k):
+        if row[i] != row[i]:
+            return False
+    _keys32(row, keys, counts)
+    keys.sort()
+    value = np.empty(2, dtype=np.uint32)
     for p in range(levels.shape[0]):
         index = (k - 1) * (levels[p] / 100.0)
         lo = int(math.floor(index))
-        a = buf[lo] + np.float32(0.0)
-        b = buf[min(lo + 1, k - 1)] + np.float32(0.0)
-        out[p] = _lerp(np.float64(a), np.float64(b), index - lo)
+        value[0] = _float_bits(keys[lo])
+        value[1] = _float_bits(keys[min(lo + 1, k - 1)])
+        both = value.view(np.float32)
+        out[p] = _lerp(np.float64(both[0]), np.float64(both[1]), index - lo)
     return True
 
 

@@ -11,6 +11,12 @@ from ..io.series import SeriesWriter
 from .ingest import IngestReport
 
 
+def file_names(files) -> str:
+    """The first three of ``files``, for a message, and how many more."""
+    names = ", ".join(str(f) for f in files[:3])
+    return names + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+
+
 def build_series(tasks: dict, counts: dict, output, files, min_records: int, on_bad_lines: str, *,
                  fmt: str, failing: set | None = None, event_counts: dict | None = None) -> IngestReport:
     """SPEC §7 steps (1,) 2-5 on ``tasks`` (key -> records ``(time, machine,
@@ -120,8 +126,7 @@ def build_series(tasks: dict, counts: dict, output, files, min_records: int, on_
     if not out_keys:
         dropped = ", ".join(f"{st['step']} {st['tasks_dropped']:,}" for st in report.steps[1:] if st["tasks_dropped"])
         first = report.steps[0]
-        names = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        raise InputError(f"{names}: no task is left after the filters (read {first['tasks']:,} tasks, "
+        raise InputError(f"{file_names(files)}: no task is left after the filters (read {first['tasks']:,} tasks, "
                          f"{first['records']:,} records; tasks dropped: {dropped or 'none'}); nothing written")
     source = dict(format=fmt, files=[str(p) for p in files] if len(files) <= 50 else f"{len(files)} files")
     output.check()

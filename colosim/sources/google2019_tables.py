@@ -18,13 +18,14 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
 from ..progress import Progress
-from ._google2019_series import build_series
+from ._google2019_series import build_series, file_names
 
 SUFFIXES = (".json", ".json.gz", ".parquet")
 #: v3 event types that make a task failing, as codes and as names
@@ -163,13 +164,22 @@ def _duckdb_error(exc, files: list[Path], kind: str) -> InputError:
         if where:
             return InputError(where)
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return InputError(f"{', '.join(str(f) for f in files[:3])}: {text}")
+    return InputError(f"{file_names(files)}: {text}")
 
 
-def _lines(path: Path):
+def _lines(path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of the non-blank lines of a JSON-lines file."""
+    path = Path(path)
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        yield from enumerate(fh, start=1)
+        for lineno, line in enumerate(fh, start=1):
+            if line.strip():
+                yield lineno, line
+
+
+def _is_count(v: float) -> bool:
+    """Whether ``v`` is an integer >= 0 that fits int64 (ids and times)."""
+    return bool(np.isfinite(v) and 0 <= v < 2.0 ** 63 and v == np.floor(v))
 
 
 def _first_unreadable_line(files: list[Path]) -> str | None:
@@ -178,8 +188,6 @@ def _first_unreadable_line(files: list[Path]) -> str | None:
     for f in files:
         try:
             for lineno, line in _lines(f):
-                if not line.strip():
-                    continue
                 try:
                     obj = json.loads(line)
                 except ValueError as exc:
@@ -242,8 +250,6 @@ def _first_bad_event(files: list[Path], kind: str) -> str | None:
         return None
     for f in files:
         for lineno, line in _lines(f):
-            if not line.strip():
-                continue
             rec = json.loads(line)
             for key in ("collection_id", "instance_index", "type"):
                 v = rec.get(key)
@@ -251,7 +257,7 @@ def _first_bad_event(files: list[Path], kind: str) -> str | None:
                     return f"{f}: line {lineno}: the event lacks {key}"
                 if key != "type":
                     try:
-                        ok = 0 <= float(v) < 2.0 ** 63 and float(v) == int(float(v)) and not isinstance(v, bool)
+                        ok = not isinstance(v, bool) and _is_count(float(v))
                     except (TypeError, ValueError, OverflowError):
                         ok = False
                     if not ok:
@@ -286,7 +292,7 @@ def read_usage(files: list[Path], on_bad_lines: str, progress: Progress):
             for k, v in got.items()}
     n = len(cols["start_time"])
     if n == 0:
-        raise InputError(f"{', '.join(str(f) for f in files[:3])}: no instance_usage records")
+        raise InputError(f"{file_names(files)}: no instance_usage records")
     absent = _absent(cols)
     knots = _knots(cols)
     problem = check_records(cols, absent, knots)
@@ -357,7 +363,7 @@ def check_records(cols, absent: np.ndarray, knots: np.ndarray) -> list:
                 break
         for name in _INTEGERS:
             v = cols[name][i]
-            if out[i] is None and not np.isnan(v) and not (np.isfinite(v) and 0 <= v < 2.0 ** 63 and v == np.floor(v)):
+            if out[i] is None and not np.isnan(v) and not _is_count(v):
                 out[i] = f"{name} holds {_number(v)}, not an integer >= 0"
         if out[i] is not None or absent[i]:
             continue
@@ -388,14 +394,9 @@ def _where(cols, i: int, kind: str) -> str:
     if kind == "parquet":
         return f"{name}: row {int(cols['row_number'][i]) + 1}"
     k = int((cols["filename"][: i + 1] == cols["filename"][i]).sum())  # the k-th record of its file
-    opener = gzip.open if name.endswith(".gz") else open
-    seen = 0
-    with opener(name, "rt") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if line.strip():
-                seen += 1
-                if seen == k:
-                    return f"{name}: line {lineno}"
+    for seen, (lineno, _line) in enumerate(_lines(name), start=1):
+        if seen == k:
+            return f"{name}: line {lineno}"
     return name
 
 
