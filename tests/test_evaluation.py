@@ -105,6 +105,26 @@ def test_violations_match_bincount_sums():
     assert q == counts.sum() / (9 * 500)
 
 
+@given(m=st.integers(1, 300), seed=st.integers(0, 2**32 - 1))
+@example(m=255, seed=0)  # V_t up to 255: all eight bit planes of the counts
+@example(m=256, seed=0)  # V_t = 256 needs a ninth
+def test_column_squares_with_many_bins_violating_together(m, seed):
+    # one task per bin: a column's count V_t reaches the number of bins, so
+    # the per-column counts carry through every plane they need
+    rng = np.random.default_rng(seed)
+    R = 300
+    x = rng.choice(np.array([0.2, 0.6], dtype=np.float32), size=(m, R), p=[0.3, 0.7])
+    x[:, ::7] = 0.6  # columns where every bin violates: V_t = m
+    assign = np.arange(m, dtype=np.int64)
+    caps = np.full(m, 0.5)
+    first = int(rng.integers(0, R))
+    for layout in (lay_out(x, first, R), as_rows(x, first, R)):
+        (counts,), _, (squares,) = evaluate(layout, [assign], [caps], [first])
+        per_column = (x[:, first:] > 0.5).sum(axis=0).astype(np.int64)
+        np.testing.assert_array_equal(counts, (x[:, first:] > 0.5).sum(axis=1))
+        assert squares == int((per_column**2).sum())
+
+
 def test_rows_and_tiles_agree_bit_for_bit_over_many_chunks():
     # more tiles than chunks: several tiles add into a chunk's severity
     # before the chunks are merged, in both readings

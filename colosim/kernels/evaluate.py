@@ -23,7 +23,8 @@ count.
 """
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import intrinsic
 
 from .._jit import jit, pjit
 from ._bins import bin_members
@@ -584,10 +585,17 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
     return counts, severity, hits, additions.sum()
 
 
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_DEBRUIJN_INDEX = np.zeros(64, dtype=np.int64)
-for _i in range(64):
-    _DEBRUIJN_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 % 2**64) >> 58] = _i
+@intrinsic
+def _popcount(typingctx, word):
+    """The number of set bits of a uint64 (LLVM's ctpop: one instruction
+    where the CPU has it)."""
+    if word != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
 
 
 @pjit
@@ -599,36 +607,48 @@ def _column_squares(hits, bin_triple, n_bins, counts):
 
     A few tiles at a time (``hits[t0:t1]``, those tiles' words of every
     triple, stay in cache while every packing reads them), spread over the
-    threads; the integer sums of the groups are added afterwards. The work is
-    proportional to the violations: set bits are visited one by one (the
-    lowest set bit's position by a de Bruijn multiplication), and ``V_t^2``
-    is accumulated as the sum of ``2 V + 1`` over increments."""
+    threads; the integer sums of the groups are added afterwards. The
+    per-column counts are kept bit-sliced: ``planes[k]`` holds bit k of
+    ``V_t`` for the 64 columns of a word, and a bin's hit word is added to
+    them by a ripple carry, 64 columns at once. Then, with ``V = sum_k 2^k
+    b_k``, ``sum_t V_t^2 = sum_{k,l} 2^(k+l) popcount(b_k & b_l)``."""
     P = n_bins.shape[0]
     n_tiles = hits.shape[0]
-    index = _DEBRUIJN_INDEX
     n_groups = (n_tiles + SQUARES_GROUP - 1) // SQUARES_GROUP
     by_group = np.zeros((n_groups, P), dtype=np.int64)
     for g in prange(n_groups):
         t0 = g * SQUARES_GROUP
         t1 = min(n_tiles, t0 + SQUARES_GROUP)
-        per_column = np.zeros(SQUARES_GROUP * 2 * 64, dtype=np.int32)
+        planes = np.zeros((64, 2 * SQUARES_GROUP), dtype=np.uint64)
         for p in range(P):
-            per_column[:] = 0
-            total = np.int64(0)
-            for j in range(n_bins[p]):
+            m = n_bins[p]
+            depth = 1  # V_t <= m < 2^depth: the carry never leaves the planes
+            while (np.int64(1) << depth) <= m:
+                depth += 1
+            planes[:depth] = 0
+            for j in range(m):
                 q = bin_triple[p, j]
                 if counts[q] == 0:
                     continue
                 for tile in range(t0, t1):
                     for word in range(2):
-                        bits = hits[tile, q, word]
-                        base = ((tile - t0) * 2 + word) * 64
-                        while bits:
-                            low = bits & (~bits + np.uint64(1))
-                            t = base + index[(low * _DEBRUIJN) >> np.uint64(58)]
-                            total += 2 * np.int64(per_column[t]) + 1
-                            per_column[t] += 1
-                            bits ^= low
+                        i = (tile - t0) * 2 + word
+                        carry = hits[tile, q, word]
+                        k = 0
+                        while carry:
+                            up = planes[k, i] & carry
+                            planes[k, i] ^= carry
+                            carry = up
+                            k += 1
+            total = np.int64(0)
+            for i in range(2 * (t1 - t0)):
+                for k in range(depth):
+                    bk = planes[k, i]
+                    if bk == 0:
+                        continue
+                    total += np.int64(_popcount(bk)) << np.int64(2 * k)
+                    for h in range(k + 1, depth):
+                        total += np.int64(_popcount(bk & planes[h, i])) << np.int64(k + h + 1)
             by_group[g, p] = total
     out = np.zeros(P, dtype=np.int64)
     for g in range(n_groups):
