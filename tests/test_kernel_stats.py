@@ -141,43 +141,17 @@ def _float32_row(rng, shape: str, k: int) -> np.ndarray:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 12000), st.integers(0, 2**32 - 1), st.sampled_from(sorted(_ROWS)),
        st.lists(st.floats(0, 100), min_size=1, max_size=6))
-def test_bracketed_percentiles_are_the_radix_selections_bit_for_bit(k, seed, shape, levels):
-    """The bracketed selection of float32 percentiles (cuts from a sample,
-    a counting pass, a gathering pass) gives the very bits of the radix
-    selection and NumPy's values, on rows of ties, zeros of either sign,
-    constant, sorted and reversed rows, and infinities."""
-    from colosim.kernels._sort import select_work
-    from colosim.kernels.stats import SAMPLE, _percentiles_bracketed, _percentiles_sorted
-
+def test_float32_percentiles_are_numpys_on_every_row_shape(k, seed, shape, levels):
+    """task_statistics' float32 percentiles (sorted keys for short rows,
+    the radix selection for the others) are NumPy's values on rows of ties,
+    zeros of either sign, constant, sorted and reversed rows, and
+    infinities."""
     rng = np.random.default_rng(seed)
-    row = _float32_row(rng, shape, k)
+    x = _float32_row(rng, shape, k)[None, :].copy()
     levels = np.array(sorted(levels))
-    want = np.empty(levels.size)
-    _percentiles_sorted(row, levels, want, select_work(k))
-    got = np.empty(levels.size)
-    ok = _percentiles_bracketed(row, levels, got, np.empty(k, np.float32), np.empty(SAMPLE, np.float32),
-                                np.empty(2, np.float32))
-    assert ok
-    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    got = task_statistics(x, k, levels)[4][0]
     with np.errstate(invalid="ignore"):  # inf - inf in NumPy's lerp
-        assert np.array_equal(got, np.percentile(row.astype(np.float64), levels), equal_nan=True)
-
-
-def test_bracketed_percentiles_refuse_a_row_with_nan():
-    """A row with NaN is left to the radix selection: the caller
-    falls back to the radix selection (whose answer stands, as before)."""
-    from colosim.kernels._sort import select_work
-    from colosim.kernels.stats import SAMPLE, _percentiles_bracketed, _percentiles_sorted
-
-    row = np.random.default_rng(3).random(5000).astype(np.float32)
-    row[17] = np.nan
-    levels = np.array([50.0])
-    assert not _percentiles_bracketed(row, levels, np.empty(1), np.empty(5000, np.float32),
-                                      np.empty(SAMPLE, np.float32), np.empty(2, np.float32))
-    want = np.empty(1)
-    _percentiles_sorted(row, levels, want, select_work(5000))
-    x = row[None, :].copy()
-    assert task_statistics(x, 5000, levels)[4][0].view(np.uint64) == want.view(np.uint64)
+        assert np.array_equal(got, np.percentile(x[0].astype(np.float64), levels), equal_nan=True)
 
 
 @settings(max_examples=60, deadline=None)

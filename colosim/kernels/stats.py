@@ -24,14 +24,6 @@ __all__ = ["task_statistics", "row_means", "row_maxima", "log_mgf"]
 #: pairwise halving
 LANES = 64
 
-#: values sampled from a float32 row for the cuts that bracket each
-#: percentile's order statistics (:func:`_bracket_ranks`), the number of
-#: cuts (eight: the counting pass keeps one counter each), and the least
-#: row length where bracketing is tried
-SAMPLE = 128
-CUTS = 8
-BRACKET_MIN = 2048
-
 #: rows up to this length get their percentiles by sorting the radix
 #: selection's keys: its fixed cost (passes over its 2,048 digits) is tens of
 #: times that of sorting a short row (low clairvoyance levels observe 10 or
@@ -136,10 +128,7 @@ def task_statistics(x, k, levels):
         hi = np.empty(LANES, dtype=x.dtype)
         lo = np.empty(LANES, dtype=x.dtype)
         work = select_work(k if n_levels > 0 else 0)
-        pool = np.empty(k if n_levels > 0 else 0, dtype=x.dtype)
         short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.uint32)
-        sample = np.empty(SAMPLE, dtype=x.dtype)
-        found = np.empty(2, dtype=x.dtype)
         for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
             row = x[i][:k]
             m = _lane_sum(row, acc) / k
@@ -147,11 +136,8 @@ def task_statistics(x, k, levels):
             var[i] = _lane_squares(row, m, acc) / k
             maximum[i], minimum[i] = _extremes(row, hi, lo)
             if n_levels > 0:
-                if row.itemsize == 4:  # float32: sorted keys, bracketed, else radix selection on the bit patterns
-                    if k <= SORT_MAX:
-                        if not _percentiles_short(row, levels, perc[i], short, work[2]):
-                            _percentiles_sorted(row, levels, perc[i], work)
-                    elif k < BRACKET_MIN or not _percentiles_bracketed(row, levels, perc[i], pool, sample, found):
+                if row.itemsize == 4:  # float32: short rows' keys sorted, else radix selection on the bit patterns
+                    if k > SORT_MAX or not _percentiles_short(row, levels, perc[i], short, work[2]):
                         _percentiles_sorted(row, levels, perc[i], work)
                 else:
                     _percentiles_selected(row.astype(np.float64), levels, perc[i])
@@ -297,144 +283,3 @@ def _percentiles_sorted(row, levels, out, work):
         index = (k - 1) * (levels[p] / 100.0)
         lo = int(math.floor(index))
         out[p] = _lerp(np.float64(value[2 * p]), np.float64(value[2 * p + 1]), index - lo)
-
-
-@jit
-def _bracket_ranks(row, lo, hi, sample, pool, found):
-    """``found[0], found[1]`` = the ``lo``-th and ``hi``-th smallest values
-    of ``row`` (0-based, ``lo <= hi <= lo + 1``; zeros as the radix
-    selection orders them), without reordering ``row``:
-
-    1. :data:`CUTS` cut values, order statistics of ``sample`` (values of
-       the row at even strides) spread around the ranks' place in it;
-    2. one pass counts the values below each cut (branch-free, it
-       vectorizes): the ranks lie between two cuts, ``a`` and ``b``;
-    3. one pass gathers the values in ``(a, b)`` (``(a, +inf]`` without a
-       cut above) into ``pool`` and counts
-       those equal to ``a`` (ties, such as zeros) rather than keeping them;
-    4. a selection within the pool names the ranks.
-
-    False, and ``found`` unspecified, when the row holds NaN or the pool
-    a zero (whose sign is the radix selection's to say): the caller then
-    selects otherwise."""
-    k = row.shape[0]
-    s = sample.shape[0]
-    for j in range(s):
-        sample[j] = row[(j * k) // s]
-    pos = lo * (s - 1) / (k - 1)
-    p = lo / (k - 1)
-    margin = 3.0 * math.sqrt(s * p * (1.0 - p)) + 2.0
-    jl = max(0, int(math.floor(pos - margin)))
-    jh = min(s - 1, int(math.ceil(pos + margin)) + 1)
-    cut = np.empty(CUTS, dtype=row.dtype)
-    prev = 0
-    for m in range(CUTS):
-        j = jl + (m * (jh - jl)) // (CUTS - 1)
-        select(sample, prev, s - 1, j)
-        cut[m] = sample[j]
-        prev = j
-    c0, c1, c2, c3, c4, c5, c6, c7 = cut[0], cut[1], cut[2], cut[3], cut[4], cut[5], cut[6], cut[7]
-    n0 = n1 = n2 = n3 = n4 = n5 = n6 = n7 = nan = 0
-    for t in range(k):
-        v = row[t]
-        nan += v != v
-        n0 += v < c0
-        n1 += v < c1
-        n2 += v < c2
-        n3 += v < c3
-        n4 += v < c4
-        n5 += v < c5
-        n6 += v < c6
-        n7 += v < c7
-    if nan:
-        return False
-    below_cut = (n0, n1, n2, n3, n4, n5, n6, n7)
-    # a: the last cut with at most lo values below it (or none: -inf);
-    # b: the first cut with more than hi values below it (or none: +inf)
-    a = -1
-    b = CUTS
-    for m in range(CUTS):
-        if below_cut[m] <= lo:
-            a = m
-    for m in range(CUTS - 1, -1, -1):
-        if below_cut[m] > hi:
-            b = m
-    low = cut[a] if a >= 0 else -np.inf
-    high = cut[b] if b < CUTS else np.inf
-    below = below_cut[a] if a >= 0 else 0
-    inside = (below_cut[b] if b < CUTS else k) - below
-    top = b == CUTS  # no cut above: up to +inf included
-    ties = 0
-    size = 0
-    for t in range(k):  # branch-free: a branch would mispredict on real rows
-        v = row[t]
-        ties += v == low
-        pool[size] = v
-        size += (v > low) & ((v < high) | top)
-    if ties + size != inside or hi >= below + inside:  # cannot happen without NaN
-        return False
-    q = lo - below
-    if q < ties:
-        # the ties are zeros: those of the radix selection's order, where a
-        # -0.0 among the first k - k % 4 values comes before every +0.0
-        negative_zeros = _negative_zeros(row, k - k % 4) if low == 0 else 0
-        va = _tie(low, q, negative_zeros)
-        if hi - below < ties:
-            vb = _tie(low, hi - below, negative_zeros)
-        else:  # the smallest value of the pool
-            vb = pool[0]
-            for t in range(1, size):
-                if pool[t] < vb:
-                    vb = pool[t]
-    else:
-        r = q - ties
-        select(pool, 0, size - 1, r)
-        va = pool[r]
-        vb = va
-        if hi > lo:
-            vb = pool[r + 1]
-            for t in range(r + 2, size):  # smallest value above rank r
-                if pool[t] < vb:
-                    vb = pool[t]
-    if (va == 0 and q >= ties) or (vb == 0 and hi - below >= ties):
-        return False  # a zero in the pool: its sign is the radix selection's to say
-    found[0] = va
-    found[1] = vb
-    return True
-
-
-@jit
-def _negative_zeros(row, stop):
-    """The number of -0.0 among ``row[:stop]``."""
-    bits = row.view(np.uint32)
-    sign = np.uint32(0x80000000)
-    count = 0
-    for t in range(stop):
-        count += bits[t] == sign
-    return count
-
-
-@jit
-def _tie(value, rank, negative_zeros):
-    """The value at ``rank`` among ties of ``value``: a zero is -0.0 at the
-    ranks of the -0.0 that the radix selection orders first."""
-    if value == 0:
-        zero = value - value  # +0.0 of value's type
-        return -zero if rank < negative_zeros else zero
-    return value
-
-
-@jit
-def _percentiles_bracketed(row, levels, out, pool, sample, found):
-    """Percentiles of float32 values by NumPy's linear method, each level's
-    two order statistics found by :func:`_bracket_ranks` (the values those
-    of :func:`_percentiles_sorted`, so the same bits). False when a level's
-    bracket misses (``out`` then partly written)."""
-    k = row.shape[0]
-    for p in range(levels.shape[0]):
-        index = (k - 1) * (levels[p] / 100.0)
-        lo = int(math.floor(index))
-        if not _bracket_ranks(row, lo, min(lo + 1, k - 1), sample, pool, found):
-            return False
-        out[p] = _lerp(np.float64(found[0]), np.float64(found[1]), index - lo)
-    return True
