@@ -293,6 +293,19 @@ def _add_rows(acc, src, members, a, b, lo, hi):
         s += 1
 
 
+@intrinsic
+def _popcount(typingctx, word):
+    """The number of set bits of a uint64 (LLVM's ctpop: one instruction
+    where the CPU has it)."""
+    if word != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
+
+
 @jit(inline="always")
 def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
@@ -304,31 +317,33 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
     (64-127), once, when there is one (each triple's tile is tallied once;
     the words start zeroed). The halving below is written for TILE = 128.
 
-    The first pass counts over the whole tile with masks, so that it
-    vectorizes; only a tile with a violation makes a second pass for the
-    excesses, added by pairwise halving (a fixed order whose steps vectorize
-    too), and its bits.
+    The first pass only asks whether some column is sure to violate and
+    whether some lies in the band, as boolean reductions over the whole
+    tile with masks, so that it vectorizes (counting there made Numba widen
+    the counters to int64 lanes). Only a tile with a violation makes a
+    second pass for the excesses, added by pairwise halving (a fixed order
+    whose steps vectorize too), and its bits; their popcount is the count.
     """
-    near = np.int32(0)
-    sure = np.int32(0)
+    sure = False
+    band = False
     if lo == 0 and w == TILE:
         for t in range(TILE):
             v = acc[t]
-            near += np.int32(v >= below)
-            sure += np.int32(v >= above)
+            sure |= v >= above
+            band |= (v >= below) & (v < above)
     else:
         for t in range(TILE):
             inside = (t >= lo) & (t < w)
             v = acc[t]
-            near += np.int32(inside & (v >= below))
-            sure += np.int32(inside & (v >= above))
-    if near == 0:
+            sure |= inside & (v >= above)
+            band |= inside & (v >= below) & (v < above)
+    if not (sure or band):
         return 0, 0.0
-    count = np.int64(sure)
+    count = np.int64(0)
     excess = 0.0
     w0 = np.uint64(0)
     w1 = np.uint64(0)
-    if sure > 0:
+    if sure:
         # the excesses added by pairwise halving: part[t] + part[t + 64],
         # then halves of 32, 16 and 8, then the last eight in the same tree
         for t in range(64):
@@ -340,6 +355,7 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
             w0 |= np.uint64((s >= lo) & (s < w) & (acc[s] >= above)) << np.uint64(s)
         for s in range(64):
             w1 |= np.uint64((s + 64 >= lo) & (s + 64 < w) & (acc[s + 64] >= above)) << np.uint64(s)
+        count = np.int64(_popcount(w0) + _popcount(w1))
         for t in range(32):
             part[t] += part[t + 32]
         for t in range(16):
@@ -347,7 +363,7 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
         for t in range(8):
             part[t] += part[t + 8]
         excess = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]))
-    if near > sure:
+    if band:
         for t in range(lo, w):
             v = acc[t]
             if (v >= below) & (v < above):
@@ -583,19 +599,6 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
                 counts[q] += chunk_counts[k]
                 severity[q] += chunk_severity[k]
     return counts, severity, hits, additions.sum()
-
-
-@intrinsic
-def _popcount(typingctx, word):
-    """The number of set bits of a uint64 (LLVM's ctpop: one instruction
-    where the CPU has it)."""
-    if word != types.uint64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-
-    return types.uint64(types.uint64), codegen
 
 
 @pjit
