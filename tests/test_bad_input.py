@@ -75,3 +75,27 @@ def test_results_reader_puts_hand_written_specs_in_canonical_form(tmp_path):
     (row,) = read_results(path, check_point=check_row)
     assert row["estimator"] == "gpa:0.01" and row["capacity"] == "1:0.5,0.5:0.5"
     assert row["memory_estimator"] == "max" and row["memory_capacity"] is None
+
+
+def test_results_reader_checks_each_row_of_a_repeated_grid_point(tmp_path):
+    """A grid point's cells are typed and checked once, at its first row: every
+    later row still gets the canonical values, its own metrics and its own
+    checks, and another spelling of the same point is a repeat."""
+    from colosim.io.results import COLUMNS, read_results
+    from colosim.model.grid import check_row
+
+    def line(instance, spec="GPA:0.010", m="1.5", q="0.1"):
+        return (f'{instance},{spec},best-fit,"1:0.5, 0.5:0.5",1.0,inst,true,1.0,cpu,,MAX,3,2,{m},{q},0.2,0.01,0,'
+                '0.05,0.2,100,100,,2;1,0.1;0.1,,,\n')
+
+    path = tmp_path / "r.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + line(0) + line(1, q="0.15") + line(2))
+    rows = read_results(path, check_point=check_row)
+    assert [r["instance"] for r in rows] == [0, 1, 2] and [r["q"] for r in rows] == [0.1, 0.15, 0.1]
+    assert all(r["estimator"] == "gpa:0.01" and r["capacity"] == "1:0.5,0.5:0.5" for r in rows)
+    path.write_text(",".join(COLUMNS) + "\n" + line(0) + line(1) + line(2, q="1.5"))
+    with pytest.raises(InputError, match="line 4: q and q_max must lie in"):
+        read_results(path, check_point=check_row)
+    path.write_text(",".join(COLUMNS) + "\n" + line(0) + line(1) + line(0, spec="gpa:0.01"))
+    with pytest.raises(InputError, match=r"line 4: instance 0 at this grid point again \(first on line 2\)"):
+        read_results(path, check_point=check_row)

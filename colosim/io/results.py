@@ -92,7 +92,8 @@ META_KIND = json_kind(RESULTS_FORMAT, "colosim results sidecar (JSON)")
 SUMMARY_KIND = csv_kind(",".join(GRID_KEYS) + ",instances,", "colosim results summary (CSV)")
 
 _INTS = ("instance", "m_abs", "m_norm", "oversize", *SIZES)
-_FLOATS = ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS)
+_FLOATS = ("m", "q", "q_max", "severity", *INTERVALS)
+_GRID_AT = tuple(COLUMNS.index(k) for k in GRID_KEYS)
 _SPEC = re.compile(r"^\s*[A-Za-z][A-Za-z-]*\s*(:\s*\S+?\s*)?$")
 
 
@@ -137,7 +138,9 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
     SPEC §5: ``q`` and ``q_max`` in [0, 1], ``m_abs`` and ``m_norm`` >= 1,
     finite numbers, ...); ``check_point(row)``, when given, checks the grid
     keys' meaning (for example that the estimator is known) and raises
-    :class:`InputError`; it may put their values in canonical form. The
+    :class:`InputError`; it may put their values in canonical form. It is
+    called at the first row of each grid point only (the rows after it with
+    the same cells get the same canonical values). The
     first bad row is an :class:`InputError`
     naming the file and line (the header is line 1); so is a row that
     repeats an earlier one's instance and grid point.
@@ -169,23 +172,35 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
                 raise InputError(f"{path}: not a colosim results table (unexpected header"
                                  + (f": {what}" if what else "") + ")")
             out, seen = [], {}
+            # a grid point's cells repeat on every instance: typed, checked and
+            # put in canonical form once, at their first row
+            points: dict[tuple, tuple[dict, dict, tuple]] = {}
             for line, values in enumerate(reader, start=2):
                 where = f"{path}: line {line}"
                 if len(values) != len(names):
                     raise InputError(f"{where}: {len(values)} values for {len(names)} columns")
+                rec = dict(zip(names, values))
+                cells = tuple(values[i] for i in _GRID_AT)
+                point = points.get(cells)
                 try:
-                    row = _typed(dict(zip(names, values)))
+                    typed = _typed_point(rec) if point is None else point[0]
+                    row = {**rec, **typed, **_typed_rest(rec)}
                 except (ValueError, TypeError):
                     raise InputError(f"{where}: malformed row") from None
                 problem = _row_problem(row)
                 if problem:
                     raise InputError(f"{where}: {problem}")
-                if check_point is not None:
-                    try:
-                        check_point(row)
-                    except InputError as exc:
-                        raise InputError(f"{where}: {exc}") from None
-                key = (row["instance"], *(format_value(row[k]) for k in GRID_KEYS))
+                if point is None:
+                    if check_point is not None:
+                        try:
+                            check_point(row)
+                        except InputError as exc:
+                            raise InputError(f"{where}: {exc}") from None
+                    canonical = {k: row[k] for k in GRID_KEYS}
+                    point = points[cells] = (typed, canonical, tuple(format_value(v) for v in canonical.values()))
+                else:
+                    row.update(point[1])
+                key = (row["instance"], *point[2])
                 if key in seen:
                     raise InputError(f"{where}: instance {row['instance']} at this grid point again "
                                      f"(first on line {seen[key]})")
@@ -204,19 +219,25 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _typed(rec: dict) -> dict:
-    out = dict(rec)
-    for key in _INTS:
-        out[key] = int(rec[key])
-    for key in _FLOATS:
-        out[key] = float(rec[key])
+def _typed_point(rec: dict) -> dict:
+    """The typed values of a row's grid keys that are not text."""
+    out = {key: float(rec[key]) for key in ("clairvoyance", "headroom")}
     # a number, or a fleet spec "C:SHARE,..." (docs/estimators.md)
     out["capacity"] = rec["capacity"] if ":" in rec["capacity"] else float(rec["capacity"])
     if rec["rebalance"] not in ("true", "false"):
         raise ValueError(rec["rebalance"])
     out["rebalance"] = rec["rebalance"] == "true"
+    out["memory_capacity"] = float(rec["memory_capacity"]) if rec["memory_capacity"] else None
+    return out
+
+
+def _typed_rest(rec: dict) -> dict:
+    """The typed values of a row's other columns."""
+    out = {key: int(rec[key]) for key in _INTS}
+    for key in _FLOATS:
+        out[key] = float(rec[key])
     out["calibrated_rho"] = float(rec["calibrated_rho"]) if rec["calibrated_rho"] else None
-    for key in ("memory_capacity", "q_memory", "q_memory_max", "memory_bound"):
+    for key in ("q_memory", "q_memory_max", "memory_bound"):
         out[key] = float(rec[key]) if rec[key] else None
     text = rec["m_abs_by_type"]
     out["m_abs_by_type"] = tuple(int(v) for v in text.split(";")) if text else ()
