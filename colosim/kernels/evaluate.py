@@ -261,12 +261,12 @@ def _in_prefix_order(members, ustart, triple_bin, triple_cap, triple_first, bin_
 
 
 @jit(inline="always")
-def _exact_sum(block, members, a, b, t):
-    """The float64 sum of column t of the bin ``members[a:b]``, in
-    ascending position: the sum SPEC §5 judges."""
+def _exact_sum(src, plane, col, members, a, b):
+    """The float64 sum of column ``col`` of ``src[plane]`` over the bin
+    ``members[a:b]``, in ascending position: the sum SPEC §5 judges."""
     exact = 0.0
     for s in range(a, b):
-        exact += np.float64(block[members[s], t])
+        exact += np.float64(src[plane, members[s], col])
     return exact
 
 
@@ -307,15 +307,20 @@ def _popcount(typingctx, word):
 
 
 @jit(inline="always")
-def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
+def _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, b, hits, slot, q):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
-    sums are ``acc``, and their summed excess ``S - c``: sums at or above
+    sums are ``sums[r]``, and their summed excess ``S - c``: sums at or above
     ``above`` violate; those in ``[below, above)`` are decided by their
-    float64 sum in ascending position. ``above``/``below`` have the sums'
+    float64 sum in ascending position (column t of the tile is column
+    ``col0 + t`` of ``src[plane]``). ``above``/``below`` have the sums'
     type; ``part`` is (TILE,) float64 scratch. The violating columns are
-    stored as bits of ``hits[0]`` (columns 0-63 of the tile) and ``hits[1]``
-    (64-127), once, when there is one (each triple's tile is tallied once;
-    the words start zeroed). The halving below is written for TILE = 128.
+    stored as bits of ``hits[slot, q, 0]`` (columns 0-63 of the tile) and
+    ``hits[slot, q, 1]`` (64-127), once, when there is one (each triple's
+    tile is tallied once; the words start zeroed). The halving below is
+    written for TILE = 128.
+
+    Every array is indexed whole, never sliced: a view in this loop would
+    cost two atomic reference-count updates, shared by the threads.
 
     The first pass only asks whether some column is sure to violate and
     whether some lies in the band, as boolean reductions over the whole
@@ -328,13 +333,13 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
     band = False
     if lo == 0 and w == TILE:
         for t in range(TILE):
-            v = acc[t]
+            v = sums[r, t]
             sure |= v >= above
             band |= (v >= below) & (v < above)
     else:
         for t in range(TILE):
             inside = (t >= lo) & (t < w)
-            v = acc[t]
+            v = sums[r, t]
             sure |= inside & (v >= above)
             band |= inside & (v >= below) & (v < above)
     if not (sure or band):
@@ -347,14 +352,14 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
         # the excesses added by pairwise halving: part[t] + part[t + 64],
         # then halves of 32, 16 and 8, then the last eight in the same tree
         for t in range(64):
-            v, u = acc[t], acc[t + 64]
+            v, u = sums[r, t], sums[r, t + 64]
             low = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
             high = (np.float64(u) - c) if (t + 64 >= lo) & (t + 64 < w) & (u >= above) else 0.0
             part[t] = low + high
         for s in range(64):
-            w0 |= np.uint64((s >= lo) & (s < w) & (acc[s] >= above)) << np.uint64(s)
+            w0 |= np.uint64((s >= lo) & (s < w) & (sums[r, s] >= above)) << np.uint64(s)
         for s in range(64):
-            w1 |= np.uint64((s + 64 >= lo) & (s + 64 < w) & (acc[s + 64] >= above)) << np.uint64(s)
+            w1 |= np.uint64((s + 64 >= lo) & (s + 64 < w) & (sums[r, s + 64] >= above)) << np.uint64(s)
         count = np.int64(_popcount(w0) + _popcount(w1))
         for t in range(32):
             part[t] += part[t + 32]
@@ -365,9 +370,9 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
         excess = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]))
     if band:
         for t in range(lo, w):
-            v = acc[t]
+            v = sums[r, t]
             if (v >= below) & (v < above):
-                exact = _exact_sum(block, members, a, b, t)
+                exact = _exact_sum(src, plane, col0 + t, members, a, b)
                 if exact > c:
                     count += 1
                     excess += exact - c
@@ -376,19 +381,20 @@ def _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits):
                     else:
                         w1 |= np.uint64(1) << np.uint64(t - 64)
     if count:
-        hits[0] = w0
-        hits[1] = w1
+        hits[slot, q, 0] = w0
+        hits[slot, q, 1] = w1
     return count, excess
 
 
 @jit(inline="always")
-def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, triple_start, triple_cap,
-                   capacities, error_scale, counts, severity, hits, slot, by_slot):
+def _count_triples(sums, r, part, w, tile, src, plane, col0, members, a, b, triples, t0, t1, triple_start,
+                   triple_cap, capacities, error_scale, counts, severity, hits, slot, by_slot):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
-    tile are ``acc``, for each of its triples ``triples[t0:t1]``, and add
-    their summed ``(S - c) / c`` to ``severity``.
+    tile are ``sums[r]``, for each of its triples ``triples[t0:t1]``, and add
+    their summed ``(S - c) / c`` to ``severity``. The tile's values are
+    ``src[plane, :, col0:col0 + w]`` (for the float64 re-check).
 
-    ``acc`` may err by up to ``error_scale * c`` (its float32 rounding); every
+    ``sums`` may err by up to ``error_scale * c`` (its float32 rounding); every
     sum within that band — and at least 1e-5 × c — of the capacity is
     recomputed in float64 in ascending position, so the counts are exactly
     those of float64 sums (SPEC §5). ``error_scale`` = 0 means exact sums, and
@@ -411,10 +417,12 @@ def _count_triples(acc, part, w, tile, block, members, a, b, triples, t0, t1, tr
             # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
             above, below = np.float32(c + tol), np.float32(c - tol)
-            count, excess = _tally(acc, part, lo, w, c, above, below, block, members, a, b, hits[slot, q])
+            count, excess = _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, b, hits,
+                                   slot, q)
         else:
             above = np.nextafter(c, np.inf)
-            count, excess = _tally(acc, part, lo, w, c, above, above, block, members, a, b, hits[slot, q])
+            count, excess = _tally(sums, r, part, lo, w, c, above, above, src, plane, col0, members, a, b, hits,
+                                   slot, q)
         if count:
             at = k - t0 if by_slot else q
             counts[at] += count
@@ -484,16 +492,18 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
     for u in range(n_unique):
         deepest = max(deepest, (ustart[u + 1] - ustart[u]) // GROUP)
     for chunk in prange(CHUNKS):
-        acc = np.empty(TILE, dtype=tiles.dtype)
-        # stack[k]: the sums of the first k groups of the bin summed last
-        stack = np.zeros((deepest + 1, TILE), dtype=tiles.dtype)
+        # stack[k]: the sums of the first k groups of the bin summed last;
+        # its last row, ACC, those sums with the bin's last rows added. Every
+        # array below is indexed whole, never sliced (see _tally)
+        stack = np.zeros((deepest + 2, TILE), dtype=tiles.dtype)
+        ACC = deepest + 1
         part = np.empty(TILE)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
         additions = 0
         for tile in range(max(tile0, chunk * n_tiles // CHUNKS), (chunk + 1) * n_tiles // CHUNKS):
-            hits[tile - tile0] = 0
-            block = tiles[tile - tile0]
+            tt = tile - tile0
+            hits[tt] = 0
             w = min(TILE, stop - tile * TILE)
             end = tile * TILE + w
             valid = 0  # groups of the stack that are the last summed bin's
@@ -510,26 +520,28 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                 # other, then the last rows one by one
                 for k in range(valid, whole):
                     g = a + k * GROUP
-                    r0 = block[members[g]]
-                    r1 = block[members[g + 1]]
-                    r2 = block[members[g + 2]]
-                    r3 = block[members[g + 3]]
-                    below, here = stack[k], stack[k + 1]
+                    m0, m1, m2, m3 = members[g], members[g + 1], members[g + 2], members[g + 3]
                     for t in range(TILE):
-                        here[t] = below[t] + ((r0[t] + r1[t]) + (r2[t] + r3[t]))
+                        stack[k + 1, t] = stack[k, t] + ((tiles[tt, m0, t] + tiles[tt, m1, t])
+                                                         + (tiles[tt, m2, t] + tiles[tt, m3, t]))
                 additions += (whole - valid) * GROUP * TILE
                 valid = whole
-                sums = stack[whole]
+                r = whole
                 if a + whole * GROUP < b:
-                    acc[:] = sums
-                    _add_rows(acc, block, members, a + whole * GROUP, b, 0, TILE)
+                    # the last rows one by one, as _add_rows adds them
+                    for t in range(TILE):
+                        stack[ACC, t] = stack[whole, t]
+                    for s in range(a + whole * GROUP, b):
+                        m0 = members[s]
+                        for t in range(TILE):
+                            stack[ACC, t] += tiles[tt, m0, t]
                     additions += (b - a - whole * GROUP) * TILE
-                    sums = acc
+                    r = ACC
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
-                _count_triples(sums, part, w, tile, block, members, a, b, triples, tstart[u], tstart[u + 1],
-                               triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
-                               counts_here, severity_here, hits, tile - tile0, False)
+                _count_triples(stack, r, part, w, tile, tiles, tt, 0, members, a, b, triples, tstart[u],
+                               tstart[u + 1], triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                               counts_here, severity_here, hits, tt, False)
         chunk_additions[chunk] = additions
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
@@ -560,6 +572,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
     triples, tstart = bin_members(triple_bin, n_unique)
     first = tile0 * TILE
     width = (n_tiles - tile0) * TILE
+    planes = x.reshape((1, x.shape[0], x.shape[1]))  # x as one plane, indexed as tiles are
     counts = np.zeros(n_triples, dtype=np.int64)
     severity = np.zeros(n_triples)
     hits = np.zeros((n_tiles - tile0, n_triples, 2), dtype=np.uint64)
@@ -576,6 +589,7 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
             continue
         acc = np.zeros(width, dtype=x.dtype)
         _add_rows(acc, x, members, a, b, first, stop)
+        by_tile = acc.reshape((n_tiles - tile0, TILE))
         additions[u] = (b - a) * (stop - first)
         part = np.empty(TILE)
         chunk_counts = np.zeros(t1 - t0, dtype=np.int64)
@@ -589,11 +603,9 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
                 w = min(TILE, stop - tile * TILE)
                 if needed_from >= tile * TILE + w:
                     continue
-                c0 = (tile - tile0) * TILE
-                _count_triples(acc[c0 : c0 + TILE], part, w, tile, x[:, tile * TILE : tile * TILE + w], members,
-                               a, b, triples, t0, t1, triple_start, triple_cap, capacities,
-                               2.0 * (b - a + 1) * roundoff, chunk_counts, chunk_severity, hits, tile - tile0,
-                               True)
+                _count_triples(by_tile, tile - tile0, part, w, tile, planes, 0, tile * TILE, members, a, b,
+                               triples, t0, t1, triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                               chunk_counts, chunk_severity, hits, tile - tile0, True)
             for k in range(t1 - t0):
                 q = triples[t0 + k]
                 counts[q] += chunk_counts[k]
