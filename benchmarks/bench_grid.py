@@ -51,6 +51,7 @@ from colosim.config import load_config  # noqa: E402
 from colosim.engine import instance_metrics  # noqa: E402
 from colosim.kernels.evaluate import _add_rows  # noqa: E402
 from colosim.kernels.tiles import TILE  # noqa: E402
+from colosim.resources import keep_freed_memory  # noqa: E402
 from colosim.runner.sweep import instance_rows, read_results  # noqa: E402
 from colosim.sources.resolve import resolve_store  # noqa: E402
 
@@ -157,6 +158,7 @@ def main():
     ap.add_argument("--profile", type=int, default=5, help="instances profiled in this process (default 5)")
     ap.add_argument("--repeat", type=int, default=3, help="timed repeats of each NumPy point (default 3)")
     args = ap.parse_args()
+    keep_freed_memory()  # as the CLI does: the instances profiled here allocate as the sweep's do
 
     cfg = load_config(args.config)
     text = Path(args.config).read_text()

@@ -175,6 +175,9 @@ def _options(
                                  help="Print colosim's version and exit."),
 ) -> None:
     """colosim's options that belong to no command."""
+    from .resources import keep_freed_memory
+
+    keep_freed_memory()  # a command's process works instance after instance: reuse what it frees
 
 
 def _stderr_console():

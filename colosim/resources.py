@@ -29,6 +29,33 @@ def _human(nbytes: float) -> str:
     return f"{nbytes:.1f} PB"  # pragma: no cover
 
 
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+#: free memory at the top of the heap that malloc keeps for reuse
+KEPT_FREE_BYTES = 1 << 30
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc serve every allocation from its heap and keep up
+    to :data:`KEPT_FREE_BYTES` of freed memory there, for a long batch
+    process: by default arrays over 32 MB (an instance's packings, its rows)
+    are mapped fresh and unmapped at free, so that each instance faults
+    and zeroes them again (about 8% of a paper-grid sweep). Results do not
+    depend on it; peak memory may grow by what is kept. Returns whether it
+    applied (False where the C library is not glibc)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_BYTES))
+
+
 def available_memory() -> int:
     """Bytes of memory available to new allocations."""
     import psutil

@@ -79,3 +79,15 @@ def test_code_is_clean_under_ruff():
         pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
     done = subprocess.run([ruff, "check", "colosim", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_cli_asks_glibc_to_keep_freed_memory_with_parameters_it_accepts():
+    """mallopt answers 0 to a parameter or value it refuses: on glibc both
+    settings must be taken; elsewhere the call says it did nothing."""
+    import platform
+    import sys
+
+    from colosim.resources import keep_freed_memory
+
+    applied = keep_freed_memory()
+    assert applied is (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc")
