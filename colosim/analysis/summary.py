@@ -46,8 +46,11 @@ def summarize_point(rs: list[dict], realizations: int) -> dict:
     Student's t. Intervals are NaN with fewer than two instances."""
     entry = {k: rs[0][k] for k in GRID_KEYS}
     entry["instances"] = len(rs)
-    n_trials = trials(rs, realizations)
-    columns = sum(evaluation_columns(r["clairvoyance"], realizations) for r in rs)
+    # the rows of a point share its clairvoyance, hence |E|: trials(rs) and
+    # the summed |E| in exact integers
+    per_row = evaluation_columns(rs[0]["clairvoyance"], realizations)
+    n_trials = per_row * sum(r["m_abs"] for r in rs)
+    columns = per_row * len(rs)
     for metric in SUMMARY_METRICS:
         if any(r.get(metric) is None for r in rs):  # memory's, at a point of CPU alone
             entry[metric + "_mean"] = entry[metric + "_ci_low"] = entry[metric + "_ci_high"] = None
