@@ -72,15 +72,25 @@ def _overlap_safe() -> bool:
 
 def run_local(work: Work, todo: list[int], finish: Finish) -> None:
     """Units in this process, in order. Where the threading layer allows it,
-    the next unit is computed while the current one's serial steps (result
-    rows, checkpoint) run, so that the cores stay busy; each unit's results
-    do not depend on it."""
+    two units are computed at once, each on half of Numba's threads (one
+    each on two): a unit's serial steps (deduplication, result rows,
+    checkpoint) then overlap the other's kernels, and no parallel region
+    waits on a thread the other unit holds. Each unit's results do not
+    depend on it (nor on the thread count)."""
     if len(todo) < 2 or not _overlap_safe():
         for k in todo:
             finish(k, work(k))
         return
+    import numba
+
+    half = max(1, numba.get_num_threads() // 2)
+
+    def on_half(k):
+        numba.set_num_threads(half)  # this worker thread's own setting
+        return work(k)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        queue = deque((k, pool.submit(work, k)) for k in todo[:2])
+        queue = deque((k, pool.submit(on_half, k)) for k in todo[:2])
         rest = iter(todo[2:])
         try:
             while queue:
@@ -88,7 +98,7 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
                 rows = future.result()
                 nxt = next(rest, None)
                 if nxt is not None:
-                    queue.append((nxt, pool.submit(work, nxt)))
+                    queue.append((nxt, pool.submit(on_half, nxt)))
                 finish(k, rows)
         finally:
             for _, future in queue:
