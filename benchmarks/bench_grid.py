@@ -58,8 +58,9 @@ from colosim.sources.resolve import resolve_store  # noqa: E402
 
 @njit(parallel=True, error_model="numpy")
 def _probe(block, members, reps):
-    # the evaluation's own inner loop (_add_rows: float32 rows added into a
-    # float32 accumulator, four at a time) on a cached tile, one per thread
+    # the evaluation's own inner loop (float32 rows added into a float32
+    # accumulator, four at a time: _add_rows, which the tile loop repeats
+    # inline on its tiles) on a cached tile, one per thread
     threads = numba.get_num_threads()
     out = np.zeros((threads, block.shape[1]), dtype=block.dtype)
     for th in prange(threads):

@@ -40,7 +40,7 @@ def keep_freed_memory() -> bool:
     to :data:`KEPT_FREE_BYTES` of freed memory there, for a long batch
     process: by default arrays over 32 MB (an instance's packings, its rows)
     are mapped fresh and unmapped at free, so that each instance faults
-    and zeroes them again (about 8% of a paper-grid sweep). Results do not
+    and zeroes them again. Results do not
     depend on it; peak memory may grow by what is kept. Returns whether it
     applied (False where the C library is not glibc)."""
     import ctypes
