@@ -8,9 +8,9 @@ in the caller's thread.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Callable
 
 import numpy as np
@@ -71,11 +71,12 @@ def _overlap_safe() -> bool:
 
 
 def run_local(work: Work, todo: list[int], finish: Finish) -> None:
-    """Units in this process, in order. Where the threading layer allows it,
-    two units are computed at once, each on half of Numba's threads (one
-    each on two): a unit's serial steps (deduplication, result rows,
-    checkpoint) then overlap the other's kernels, and no parallel region
-    waits on a thread the other unit holds. Each unit's results do not
+    """Units in this process. Where the threading layer allows it, two units
+    are computed at once, each on half of Numba's threads (one each on two):
+    a unit's serial steps (deduplication, result rows, checkpoint) then
+    overlap the other's kernels, and no parallel region waits on a thread
+    the other unit holds. Whichever unit completes first is finished first
+    and its worker takes the next unit at once. Each unit's results do not
     depend on it (nor on the thread count)."""
     if len(todo) < 2 or not _overlap_safe():
         for k in todo:
@@ -90,18 +91,20 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
         return work(k)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        queue = deque((k, pool.submit(on_half, k)) for k in todo[:2])
-        rest = iter(todo[2:])
+        rest = iter(todo)
+        running = {pool.submit(on_half, k): k for k in itertools.islice(rest, 2)}
         try:
-            while queue:
-                k, future = queue.popleft()
-                rows = future.result()
-                nxt = next(rest, None)
-                if nxt is not None:
-                    queue.append((nxt, pool.submit(on_half, nxt)))
-                finish(k, rows)
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=running.get):
+                    k = running.pop(future)
+                    rows = future.result()
+                    nxt = next(rest, None)
+                    if nxt is not None:
+                        running[pool.submit(on_half, nxt)] = nxt
+                    finish(k, rows)
         finally:
-            for _, future in queue:
+            for future in running:
                 future.cancel()
 
 
