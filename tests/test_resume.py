@@ -66,13 +66,14 @@ def test_interrupted_sweep_resumes_with_only_the_missing_instances(workdir, monk
     monkeypatch.setattr(sweep_module, "instance_results", counting)
     with pytest.raises(sweep_module.Interrupted) as info:
         sweep_module.sweep(cfg, workdir / "store.h5", out)
-    assert info.value.done == 2 and not out.exists()
-    assert sorted(p.name for p in (workdir / "r.csv.parts").glob("instance-*.csv")) == [
-        "instance-000000.csv", "instance-000001.csv"]
+    # the two units in flight when unit 2 was interrupted are both finished
+    # (a third may have started beside them when they completed together)
+    parts = sorted(int(p.stem.split("-")[1]) for p in (workdir / "r.csv.parts").glob("instance-*.csv"))
+    assert info.value.done == len(parts) and {0, 1} <= set(parts) and 2 not in parts and not out.exists()
     calls.clear()
     interrupt_at[0] = None
     result = sweep_module.sweep(cfg, workdir / "store.h5", out)
-    assert calls == [2, 3, 4, 5] and result.computed
+    assert calls == [k for k in range(6) if k not in parts] and result.computed
     assert out.read_bytes() == want
     assert not (workdir / "r.csv.parts").exists()
 

@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import math
+import operator
 import os
 import re
 import stat
@@ -94,6 +95,7 @@ SUMMARY_KIND = csv_kind(",".join(GRID_KEYS) + ",instances,", "colosim results su
 _INTS = ("instance", "m_abs", "m_norm", "oversize", *SIZES)
 _FLOATS = ("m", "q", "q_max", "severity", *INTERVALS)
 _GRID_AT = tuple(COLUMNS.index(k) for k in GRID_KEYS)
+_FINITE = ("m", "q", "q_max", "severity", *INTERVALS)
 _SPEC = re.compile(r"^\s*[A-Za-z][A-Za-z-]*\s*(:\s*\S+?\s*)?$")
 
 
@@ -175,34 +177,35 @@ def read_results(path, check_point: Callable[[dict], None] | None = None) -> lis
             # a grid point's cells repeat on every instance: typed, checked and
             # put in canonical form once, at their first row
             points: dict[tuple, tuple[dict, dict, tuple]] = {}
+            cells_of = operator.itemgetter(*_GRID_AT)
             for line, values in enumerate(reader, start=2):
-                where = f"{path}: line {line}"
                 if len(values) != len(names):
-                    raise InputError(f"{where}: {len(values)} values for {len(names)} columns")
+                    raise InputError(f"{path}: line {line}: {len(values)} values for {len(names)} columns")
                 rec = dict(zip(names, values))
-                cells = tuple(values[i] for i in _GRID_AT)
+                cells = cells_of(values)
                 point = points.get(cells)
                 try:
                     typed = _typed_point(rec) if point is None else point[0]
                     row = {**rec, **typed, **_typed_rest(rec)}
                 except (ValueError, TypeError):
-                    raise InputError(f"{where}: malformed row") from None
-                problem = _row_problem(row)
+                    raise InputError(f"{path}: line {line}: malformed row") from None
+                # a later row of a point: its cells passed at the first row
+                problem = _row_problem(row) if point is None else _metrics_problem(row)
                 if problem:
-                    raise InputError(f"{where}: {problem}")
+                    raise InputError(f"{path}: line {line}: {problem}")
                 if point is None:
                     if check_point is not None:
                         try:
                             check_point(row)
                         except InputError as exc:
-                            raise InputError(f"{where}: {exc}") from None
+                            raise InputError(f"{path}: line {line}: {exc}") from None
                     canonical = {k: row[k] for k in GRID_KEYS}
                     point = points[cells] = (typed, canonical, tuple(format_value(v) for v in canonical.values()))
                 else:
                     row.update(point[1])
                 key = (row["instance"], *point[2])
                 if key in seen:
-                    raise InputError(f"{where}: instance {row['instance']} at this grid point again "
+                    raise InputError(f"{path}: line {line}: instance {row['instance']} at this grid point again "
                                      f"(first on line {seen[key]})")
                 seen[key] = line
                 out.append(row)
@@ -250,13 +253,23 @@ def _row_problem(r: dict) -> str | None:
     """What is wrong with a typed row, or None."""
     if not _SPEC.match(r["estimator"]):
         return f"estimator {r['estimator']!r} is not an estimator spec (NAME or NAME:PARAM)"
-    for key in ("clairvoyance", "headroom", "m", "q", "q_max", "severity", *INTERVALS):
+    for key in ("clairvoyance", "headroom", *_FINITE):
         if not math.isfinite(r[key]):
             return f"{key} is not a finite number"
     if isinstance(r["capacity"], float) and not (math.isfinite(r["capacity"]) and r["capacity"] > 0):
         return "capacity must be a finite number > 0 or a fleet spec"
     if not (0.0 < r["clairvoyance"] <= 1.0 and 0.0 < r["headroom"] <= 1.0):
         return "clairvoyance and headroom must lie in (0, 1]"
+    return _metrics_problem(r, finite_checked=True)
+
+
+def _metrics_problem(r: dict, finite_checked: bool = False) -> str | None:
+    """What :func:`_row_problem` finds wrong with a row whose grid cells are
+    known to pass (those of an earlier row of its point), or None."""
+    if not finite_checked:
+        for key in _FINITE:
+            if not math.isfinite(r[key]):
+                return f"{key} is not a finite number"
     if not (0.0 <= r["q"] <= 1.0 and 0.0 <= r["q_max"] <= 1.0):
         return "q and q_max must lie in [0, 1]"
     if not (0.0 <= r["q_ci_low"] <= r["q"] <= r["q_ci_high"] <= 1.0):

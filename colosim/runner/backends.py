@@ -76,8 +76,10 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
     a unit's serial steps (deduplication, result rows, checkpoint) then
     overlap the other's kernels, and no parallel region waits on a thread
     the other unit holds. Whichever unit completes first is finished first
-    and its worker takes the next unit at once. Each unit's results do not
-    depend on it (nor on the thread count)."""
+    and its worker takes the next unit at once; a unit that raises stops the
+    queue, the other one in flight is still finished, then the error is
+    raised. Each unit's results do not depend on it (nor on the thread
+    count)."""
     if len(todo) < 2 or not _overlap_safe():
         for k in todo:
             finish(k, work(k))
@@ -93,19 +95,26 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         rest = iter(todo)
         running = {pool.submit(on_half, k): k for k in itertools.islice(rest, 2)}
+        error = None
         try:
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
+                # a unit that raised: no new unit; the one in flight is still finished
+                error = error or next((f.exception() for f in sorted(done, key=running.get) if f.exception()), None)
                 for future in sorted(done, key=running.get):
                     k = running.pop(future)
+                    if future.exception() is not None:
+                        continue
                     rows = future.result()
-                    nxt = next(rest, None)
+                    nxt = None if error else next(rest, None)
                     if nxt is not None:
                         running[pool.submit(on_half, nxt)] = nxt
                     finish(k, rows)
         finally:
             for future in running:
                 future.cancel()
+        if error is not None:
+            raise error
 
 
 def run_dask(work: Work, todo: list[int], finish: Finish, scheduler: str | None = None,
