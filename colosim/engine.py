@@ -39,7 +39,7 @@ from .kernels.two_resource import pack_two
 from .kernels.vector_packing import GAUSS, pack_vector
 from .model.estimators import SCALAR, TaskStatistics, compute_statistics
 from .model.grid import GridPoint, observation_split
-from .model.intervals import row_q_interval
+from .model.intervals import row_q_intervals
 from .model.metrics import Metrics, normalization
 
 #: A calibrated estimator's rho is searched in [CAL_RHO_MIN, CAL_RHO_MAX] by
@@ -409,16 +409,13 @@ def evaluate(layout: Layout, assigns, bin_caps, firsts,
     sizes = [len(c) for c in bin_caps]
     capacities, cap_index = np.unique(np.concatenate(bin_caps).astype(np.float64), return_inverse=True)
     bin_cap = np.zeros((P, max(sizes)), dtype=np.int64)
-    at = 0
-    for q, m in enumerate(sizes):
-        bin_cap[q, :m] = cap_index[at : at + m]
-        at += m
+    lengths = np.array(sizes, dtype=np.int64)
+    packing_of = np.repeat(np.arange(P), lengths)
+    bin_cap[packing_of, np.arange(packing_of.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = cap_index
     starts, first_index = np.unique(np.asarray(firsts, dtype=np.int64), return_inverse=True)
-    stacked = np.empty((P, n), dtype=np.int64)
-    for q, a in enumerate(assigns):
-        stacked[q] = a
+    stacked = np.stack(assigns).astype(np.int64, copy=False)
     counts, severity, squares, additions = count_violations(
-        layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, np.array(sizes, dtype=np.int64), bin_cap,
+        layout.tiles, layout.maxima, layout.tile0, layout.stop, stacked, lengths, bin_cap,
         capacities, first_index.astype(np.int64), starts, streams.hash_keys(n), _scratch_words)
     if work is not None:
         work["additions"] = work.get("additions", 0) + int(additions)
@@ -482,7 +479,7 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
     means_sum = math.fsum(obs.row_means().tolist())
     memory_sum = math.fsum(mobs.row_means().tolist()) if mobs is not None else None
     m_norms: dict[tuple, int] = {}
-    out = []
+    out, tallies = [], []
     for s, (p, pk, first, c, sev, sq) in enumerate(zip(points, packings, firsts, counts, severity, squares)):
         n_eval = R - first
         n_viol = int(c.sum())
@@ -505,15 +502,17 @@ def instance_metrics(x: np.ndarray, y: np.ndarray | None, points: list[GridPoint
             two = dict(q_memory=int(cm.sum()) / (pk.n_bins * n_eval), q_memory_max=int(cm.max()) / n_eval,
                        memory_bound=int(np.count_nonzero(pk.fills[:, 1] > pk.fills[:, 0])) / pk.n_bins,
                        counts_memory=cm)
-        out.append(Metrics(
+        out.append(dict(
             m_abs=pk.n_bins, m_norm=m_norms[cbar], m=pk.n_bins / m_norms[cbar], q=n_viol / (pk.n_bins * n_eval),
             q_max=int(c.max()) / n_eval, severity=float(sev) / n_viol if n_viol else 0.0,
-            q_ci=row_q_interval(pk.n_bins, n_eval, n_viol, int(sq)),
             oversize=int(np.count_nonzero(oversize)),
             assign=pk.assign, counts=c, moves=pk.moves, bin_type=pk.bin_type,
             calibrated_rho=pk.calibrated_rho, m_abs_by_type=m_by, q_by_type=q_by, **two,
         ))
-    return out
+        tallies.append((pk.n_bins, n_eval, n_viol, int(sq)))
+    # the intervals of q, all rows at once
+    intervals = row_q_intervals(*(np.array(column, dtype=np.int64) for column in zip(*tallies)))
+    return [Metrics(q_ci=ci, **fields) for fields, ci in zip(out, intervals)]
 
 
 def _memory_counts(memory, points, packings, firsts, work) -> dict[int, np.ndarray]:

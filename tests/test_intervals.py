@@ -19,6 +19,7 @@ from colosim.model.intervals import (
     mean_q_interval,
     proportion_interval,
     row_q_interval,
+    row_q_intervals,
 )
 from colosim.runner.sweep import instance_rows
 
@@ -136,3 +137,21 @@ def test_row_interval_covers_the_packing_s_own_violation_frequency():
     assert truth > 1e-3  # enough violations for the check to mean something
     hits = sum(lo <= truth <= hi for lo, hi in (row_q_interval(m, 200, v, sq) for v, sq in blocks))
     assert hits / len(blocks) >= 0.85, hits
+
+
+@st.composite
+def _rows(draw):
+    m = draw(st.integers(1, 300))
+    E = draw(st.integers(1, 10_000))
+    # per-column violating bins V_t: the sums give violations and squares
+    heavy = draw(st.integers(0, min(E, 50)))
+    per = draw(st.lists(st.integers(0, m), min_size=heavy, max_size=heavy))
+    spread = draw(st.integers(0, E - heavy)) if draw(st.booleans()) else 0
+    return m, E, sum(per) + spread, sum(v * v for v in per) + spread
+
+
+@given(rows=st.lists(_rows(), min_size=1, max_size=20))
+def test_row_q_intervals_are_row_q_interval_bit_for_bit(rows):
+    got = row_q_intervals(*(np.array(col) for col in zip(*rows)))
+    want = [row_q_interval(*r) for r in rows]
+    assert [tuple(map(float.hex, g)) for g in got] == [tuple(map(float.hex, w)) for w in want]

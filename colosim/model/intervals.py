@@ -85,6 +85,43 @@ def row_q_interval(m_abs: int, columns: int, violations: int, squares: int,
     return proportion_interval(q, var_rate / E, m * E, E - 1, level)
 
 
+def row_q_intervals(m_abs, columns, violations, squares, level: float = LEVEL) -> list[tuple[float, float]]:
+    """:func:`row_q_interval` of many rows at once (arrays of equal
+    length): the same floating-point operations elementwise, and the same
+    quantile function called on arrays, so the same bits, row by row."""
+    m = np.asarray(m_abs, dtype=np.float64)
+    E = np.asarray(columns, dtype=np.int64)
+    v = np.asarray(violations, dtype=np.int64)
+    sq = np.asarray(squares, dtype=np.int64)
+    out = [(0.0, 1.0)] * m.size
+    ok = np.flatnonzero(E >= 2)
+    if ok.size == 0:
+        return out
+    m, E, v, sq = m[ok], E[ok].astype(np.float64), v[ok].astype(np.float64), sq[ok].astype(np.float64)
+    q = v / (m * E)
+    var_rate = np.maximum(0.0, (sq / (m * m) - E * q * q) / (E - 1))
+    variance = var_rate / E
+    trials = m * E
+    # proportion_interval, elementwise (trials > 0 and df = E - 1 >= 1 here)
+    p = np.minimum(np.maximum(q, 0.0), 1.0)
+    n = trials.copy()
+    inner = (0.0 < p) & (p < 1.0) & (variance > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n[inner] = np.minimum(n[inner], p[inner] * (1.0 - p[inner]) / variance[inner])
+    n = n * np.array([_t_ratio(float(df), level) for df in (E - 1)])
+    x = p * n
+    alpha = 1.0 - level
+    low = np.zeros_like(x)
+    high = np.ones_like(x)
+    some = x > 0
+    low[some] = special.betaincinv(x[some], n[some] - x[some] + 1, alpha / 2)
+    below = x < n
+    high[below] = special.betaincinv(x[below] + 1, n[below] - x[below], 1 - alpha / 2)
+    for i, lo, hi in zip(ok.tolist(), low.tolist(), high.tolist()):
+        out[i] = (lo, hi)
+    return out
+
+
 def mean_q_interval(q: np.ndarray, trials: float, level: float = LEVEL) -> tuple[float, float]:
     """Interval of the mean of the instances' ``q`` (one value per
     instance); ``trials`` is the sum over instances of ``m_abs × |E|``.

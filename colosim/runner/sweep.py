@@ -79,6 +79,12 @@ def _points(config: SweepConfig) -> tuple[list[GridPoint], tuple[str, ...]]:
     return points, extra_columns(points)
 
 
+@functools.lru_cache(maxsize=8)
+def _keys(config: SweepConfig) -> list[tuple]:
+    """Each grid point's keys as the results table holds them."""
+    return [p.keys() for p in _points(config)[0]]
+
+
 def instance_results(config: SweepConfig, store: Store, k: int) -> list[tuple]:
     """The results rows of instance k: every grid point, in product order."""
     points, _ = _points(config)
@@ -87,8 +93,8 @@ def instance_results(config: SweepConfig, store: Store, k: int) -> list[tuple]:
     y = store.rows(index, "y") if any(p.data == "avg" for p in points) else None
     memory = store.rows(index, "memory") if any(p.memory for p in points) else None
     r = store.n_realizations
-    return [(k, *p.keys(), *met.row(), r, evaluation_columns(p.clairvoyance, r), *met.extras(results.EXTRA_COLUMNS))
-            for p, met in zip(points, instance_metrics(x, y, points, memory=memory))]
+    return [(k, *keys, *met.row(), r, evaluation_columns(p.clairvoyance, r), *met.extras(results.EXTRA_COLUMNS))
+            for p, keys, met in zip(points, _keys(config), instance_metrics(x, y, points, memory=memory))]
 
 
 @functools.lru_cache(maxsize=4)
