@@ -120,3 +120,17 @@ def test_fleet_bins_open_by_the_lowest_opened_per_share(observed, capacity, algo
     for t in pk.bin_type:
         assert t == min(range(len(caps)), key=lambda u: (opened[u] / shares[u], u))
         opened[t] += 1
+
+
+@given(loads=st.lists(st.sampled_from([-np.inf, 0.25, 0.5, 0.75, 1.0]), min_size=1, max_size=12), data=st.data())
+def test_rebalancing_keeps_its_donor_order_as_a_stable_sort_would(loads, data):
+    # ties (equal loads, emptied donors at -inf) by lowest number
+    from colosim.kernels.packing import _reorder
+
+    loads = np.array(loads)
+    order = np.argsort(-loads, kind="mergesort")
+    for _ in range(data.draw(st.integers(1, 6))):
+        d = data.draw(st.integers(0, loads.size - 1))
+        loads[d] = data.draw(st.sampled_from([-np.inf, 0.0, 0.25, 0.5, 0.6, 1.0]))
+        _reorder(order, loads, d)
+        assert order.tolist() == np.argsort(-loads, kind="mergesort").tolist()

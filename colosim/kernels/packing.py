@@ -41,11 +41,15 @@ def _online(a, b, z, cap, best_fit):
     sum_a = np.empty(n)
     sum_b = np.empty(n)
     n_bins = 0
+    linear = z == 0.0  # (sum_a + a) + 0 * sqrt(.) is sum_a + a exactly: no root taken
     for i in range(n):
         chosen = -1
         best_room = np.inf
         for j in range(n_bins):
-            load = (sum_a[j] + a[i]) + z * math.sqrt(sum_b[j] + b[i])
+            if linear:
+                load = sum_a[j] + a[i]
+            else:
+                load = (sum_a[j] + a[i]) + z * math.sqrt(sum_b[j] + b[i])
             chosen, best_room, done = choose(best_fit, j, load <= cap, cap - load, chosen, best_room)
             if done:
                 break
@@ -122,9 +126,10 @@ def _rebalance(assign, n_bins, a, b, z, cap):
 
     moves = 0
     eps = np.finfo(np.float64).eps
+    # donors in decreasing load, ties by lowest number (stable sort of -L),
+    # kept so as a donor's load changes
+    order = np.argsort(-loads, kind="mergesort")
     while True:
-        # donors in decreasing load, ties by lowest number (stable sort of -L)
-        order = np.argsort(-loads, kind="mergesort")
         # last's sums, to reject a task that cannot fit without the exact,
         # ordered L(last + i): (sa + a_i) + z sqrt(sb + b_i) differs from it
         # by rounding only, at most (2k + 4) eps of its magnitude for k
@@ -153,6 +158,7 @@ def _rebalance(assign, n_bins, a, b, z, cap):
             size[d], last_size = move_to_last(seg, size[d], last_members, last_size, best)
             assign[best] = last
             loads[d] = _load(seg, size[d], a, b, z, -1, -1) if size[d] > 0 else -np.inf
+            _reorder(order, loads, d)
             moves += 1
             moved = True
             break
@@ -160,6 +166,28 @@ def _rebalance(assign, n_bins, a, b, z, cap):
             break
     _, count = drop_empty_bins(assign, size, last, last_size)
     return assign, count, moves
+
+
+@jit
+def _reorder(order, loads, d):
+    """Put donor ``d``, whose load changed, back in its place in ``order``
+    (decreasing load, ties by lowest number): what a stable sort of
+    ``-loads`` gives."""
+    m = order.shape[0]
+    at = 0
+    while order[at] != d:
+        at += 1
+    for s in range(at, m - 1):  # out
+        order[s] = order[s + 1]
+    place = 0  # before the first donor that comes after d
+    while place < m - 1:
+        e = order[place]
+        if loads[e] < loads[d] or (loads[e] == loads[d] and e > d):
+            break
+        place += 1
+    for s in range(m - 1, place, -1):
+        order[s] = order[s - 1]
+    order[place] = d
 
 
 @jit
