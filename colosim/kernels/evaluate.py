@@ -33,8 +33,9 @@ from .tiles import TILE
 __all__ = ["count_violations"]
 
 CHUNKS = 32
-#: tiles whose hit words one pass of _column_squares reads together
-SQUARES_GROUP = 4
+#: groups of tiles _column_squares totals in parallel (each with its own
+#: per-column counts of every packing)
+SQUARES_GROUPS = 16
 
 if TILE != 128:  # _tally's two bit words and unrolled halving are written for 128 columns
     raise ImportError(f"colosim.kernels.evaluate needs TILE = 128, not {TILE}")
@@ -620,51 +621,94 @@ def _column_squares(hits, bin_triple, n_bins, counts):
     with ``sum_t V_t = sum_j q_j`` it gives the spread of the per-column
     counts (SPEC §5's evaluation columns are independent realizations).
 
-    A few tiles at a time (``hits[t0:t1]``, those tiles' words of every
-    triple, stay in cache while every packing reads them), spread over the
-    threads; the integer sums of the groups are added afterwards. The
-    per-column counts are kept bit-sliced: ``planes[k]`` holds bit k of
-    ``V_t`` for the 64 columns of a word, and a bin's hit word is added to
-    them by a ripple carry, 64 columns at once. Then, with ``V = sum_k 2^k
-    b_k``, ``sum_t V_t^2 = sum_{k,l} 2^(k+l) popcount(b_k & b_l)``."""
+    Tile by tile, reading each tile's hit words in order (``hits[tile]``,
+    every triple's two words): a word with a violation is added to the
+    per-column counts of every packing that holds its triple (a list of
+    them per triple), and after the tile the packings it touched are
+    totalled. The per-column counts are kept bit-sliced: ``planes[p, k]``
+    holds bit k of ``V_t`` for the 64 columns of a word, and a bin's hit
+    word is added to them by a ripple carry, 64 columns at once. Then, with
+    ``V = sum_k 2^k b_k``, ``sum_t V_t^2 = sum_{k,l} 2^(k+l) popcount(b_k &
+    b_l)``. Groups of tiles run in parallel; their integer sums are added
+    afterwards."""
     P = n_bins.shape[0]
     n_tiles = hits.shape[0]
-    n_groups = (n_tiles + SQUARES_GROUP - 1) // SQUARES_GROUP
+    T = hits.shape[1]
+    # the packings that hold each violating triple (CSR)
+    start = np.zeros(T + 1, dtype=np.int64)
+    for p in range(P):
+        for j in range(n_bins[p]):
+            q = bin_triple[p, j]
+            if counts[q] > 0:
+                start[q + 1] += 1
+    for q in range(T):
+        start[q + 1] += start[q]
+    fill = start[:-1].copy()
+    owners = np.empty(start[T], dtype=np.int64)
+    for p in range(P):
+        for j in range(n_bins[p]):
+            q = bin_triple[p, j]
+            if counts[q] > 0:
+                owners[fill[q]] = p
+                fill[q] += 1
+    # V_t <= m < 2^depth: the carry never leaves the planes
+    depth = np.empty(P, dtype=np.int64)
+    deepest = 1
+    for p in range(P):
+        d = 1
+        while (np.int64(1) << d) <= n_bins[p]:
+            d += 1
+        depth[p] = d
+        deepest = max(deepest, d)
+    n_groups = min(n_tiles, SQUARES_GROUPS)
     by_group = np.zeros((n_groups, P), dtype=np.int64)
     for g in prange(n_groups):
-        t0 = g * SQUARES_GROUP
-        t1 = min(n_tiles, t0 + SQUARES_GROUP)
-        planes = np.zeros((64, 2 * SQUARES_GROUP), dtype=np.uint64)
-        for p in range(P):
-            m = n_bins[p]
-            depth = 1  # V_t <= m < 2^depth: the carry never leaves the planes
-            while (np.int64(1) << depth) <= m:
-                depth += 1
-            planes[:depth] = 0
-            for j in range(m):
-                q = bin_triple[p, j]
-                if counts[q] == 0:
+        planes = np.zeros((P, deepest, 2), dtype=np.uint64)
+        touched = np.empty(P, dtype=np.int64)
+        seen = np.zeros(P, dtype=np.bool_)
+        for tile in range(g * n_tiles // n_groups, (g + 1) * n_tiles // n_groups):
+            n_touched = 0
+            for q in range(T):
+                w0 = hits[tile, q, 0]
+                w1 = hits[tile, q, 1]
+                if (w0 | w1) == 0:
                     continue
-                for tile in range(t0, t1):
-                    for word in range(2):
-                        i = (tile - t0) * 2 + word
-                        carry = hits[tile, q, word]
-                        k = 0
-                        while carry:
-                            up = planes[k, i] & carry
-                            planes[k, i] ^= carry
-                            carry = up
-                            k += 1
-            total = np.int64(0)
-            for i in range(2 * (t1 - t0)):
-                for k in range(depth):
-                    bk = planes[k, i]
-                    if bk == 0:
-                        continue
-                    total += np.int64(_popcount(bk)) << np.int64(2 * k)
-                    for h in range(k + 1, depth):
-                        total += np.int64(_popcount(bk & planes[h, i])) << np.int64(k + h + 1)
-            by_group[g, p] = total
+                for o in range(start[q], start[q + 1]):
+                    p = owners[o]
+                    if not seen[p]:
+                        seen[p] = True
+                        touched[n_touched] = p
+                        n_touched += 1
+                    carry = w0
+                    k = 0
+                    while carry:
+                        up = planes[p, k, 0] & carry
+                        planes[p, k, 0] ^= carry
+                        carry = up
+                        k += 1
+                    carry = w1
+                    k = 0
+                    while carry:
+                        up = planes[p, k, 1] & carry
+                        planes[p, k, 1] ^= carry
+                        carry = up
+                        k += 1
+            for s in range(n_touched):
+                p = touched[s]
+                total = np.int64(0)
+                for i in range(2):
+                    for k in range(depth[p]):
+                        bk = planes[p, k, i]
+                        if bk == 0:
+                            continue
+                        total += np.int64(_popcount(bk)) << np.int64(2 * k)
+                        for h in range(k + 1, depth[p]):
+                            total += np.int64(_popcount(bk & planes[p, h, i])) << np.int64(k + h + 1)
+                for k in range(depth[p]):
+                    planes[p, k, 0] = 0
+                    planes[p, k, 1] = 0
+                seen[p] = False
+                by_group[g, p] += total
     out = np.zeros(P, dtype=np.int64)
     for g in range(n_groups):
         for p in range(P):
