@@ -5,7 +5,7 @@ warm (median of repeats after a first call), with m_abs and q compared.
     python benchmarks/bench_lone.py --store STORE.h5 [--repeat 5]
 
 Also prints two floors: one read of the instance's x from its store (its
-40 MB read from the file into a ready buffer, from the page cache: what a
+bytes read from the file into a ready buffer, from the page cache: what a
 caller whose data lives in a store pays at least), and one pass over x in
 memory (NumPy's max, the fastest thing a call on in-memory arrays can do);
 and where a call's time goes: checking x and y
@@ -63,7 +63,8 @@ def file_read_time(path, repeat) -> float:
 
         def read():
             fh.seek(offset)
-            assert fh.readinto(buf) == size
+            if fh.readinto(buf) != size:
+                raise SystemExit(f"{path}: x is shorter than its {size} bytes")
 
         seconds, _ = median_time(read, repeat)
     return seconds
@@ -95,6 +96,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     with colosim.open_store(args.store) as s:
+        if s.n_tasks != args.tasks:
+            raise SystemExit(f"{args.store}: {s.n_tasks} tasks, not --tasks {args.tasks}: the read floor reads the "
+                             "store's whole x, which is then the instance (colosim generate -n TASKS)")
         idx = instance_rows(1, 0, s.n_tasks, args.tasks)
         x, y = s.rows(idx, "x"), s.rows(idx, "y")
     npass, _ = median_time(lambda: float(x.max()), args.repeat)

@@ -144,6 +144,11 @@ def test_rows_and_tiles_agree_bit_for_bit_over_many_chunks():
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(rows[1], tiles[1])
     np.testing.assert_array_equal(rows[2], tiles[2])
+    # 71 tiles: the per-column squares total several tiles in each of their
+    # groups; each packing's sum_t V_t^2 is the naive one
+    for p, (a, c, f) in enumerate(zip(assigns, caps, firsts)):
+        per_column = naive.violations_per_column(x[:, f:], a, c)
+        assert tiles[2][p] == int((per_column**2).sum()) and per_column.max() > 1
 
 
 def _summed_additions(x, assigns, caps, firsts, tile_width):

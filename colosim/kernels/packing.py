@@ -41,7 +41,9 @@ def _online(a, b, z, cap, best_fit):
     sum_a = np.empty(n)
     sum_b = np.empty(n)
     n_bins = 0
-    linear = z == 0.0  # (sum_a + a) + 0 * sqrt(.) is sum_a + a exactly: no root taken
+    # with z = 0, (sum_a + a) + 0 * sqrt(sum_b + b) is sum_a + a exactly (the
+    # b are finite and >= 0, as every estimator's item form gives): no root
+    linear = z == 0.0
     for i in range(n):
         chosen = -1
         best_room = np.inf

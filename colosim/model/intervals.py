@@ -87,8 +87,9 @@ def row_q_interval(m_abs: int, columns: int, violations: int, squares: int,
 
 def row_q_intervals(m_abs, columns, violations, squares, level: float = LEVEL) -> list[tuple[float, float]]:
     """:func:`row_q_interval` of many rows at once (arrays of equal
-    length): the same floating-point operations elementwise, and the same
-    quantile function called on arrays, so the same bits, row by row."""
+    length, every ``m_abs`` >= 1): the same floating-point operations
+    elementwise, and the same quantile function called on arrays, so the
+    same bits, row by row."""
     m = np.asarray(m_abs, dtype=np.float64)
     E = np.asarray(columns, dtype=np.int64)
     v = np.asarray(violations, dtype=np.int64)
@@ -106,8 +107,7 @@ def row_q_intervals(m_abs, columns, violations, squares, level: float = LEVEL) -
     p = np.minimum(np.maximum(q, 0.0), 1.0)
     n = trials.copy()
     inner = (0.0 < p) & (p < 1.0) & (variance > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n[inner] = np.minimum(n[inner], p[inner] * (1.0 - p[inner]) / variance[inner])
+    n[inner] = np.minimum(n[inner], p[inner] * (1.0 - p[inner]) / variance[inner])
     n = n * np.array([_t_ratio(float(df), level) for df in (E - 1)])
     x = p * n
     alpha = 1.0 - level

@@ -76,10 +76,11 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
     a unit's serial steps (deduplication, result rows, checkpoint) then
     overlap the other's kernels, and no parallel region waits on a thread
     the other unit holds. Whichever unit completes first is finished first
-    and its worker takes the next unit at once; a unit that raises stops the
-    queue, the other one in flight is still finished, then the error is
-    raised. Each unit's results do not depend on it (nor on the thread
-    count)."""
+    and its worker takes the next unit at once. A unit or a ``finish`` that
+    raises (an interrupt, say) stops the queue: the units in flight are
+    still finished as they complete, then the first error is raised (with
+    any later one noted on it). Each unit's results do not depend on it (nor
+    on the thread count)."""
     if len(todo) < 2 or not _overlap_safe():
         for k in todo:
             finish(k, work(k))
@@ -95,26 +96,32 @@ def run_local(work: Work, todo: list[int], finish: Finish) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         rest = iter(todo)
         running = {pool.submit(on_half, k): k for k in itertools.islice(rest, 2)}
-        error = None
+        errors: list[BaseException] = []
         try:
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
+                ordered = sorted(done, key=running.get)
                 # a unit that raised: no new unit; the one in flight is still finished
-                error = error or next((f.exception() for f in sorted(done, key=running.get) if f.exception()), None)
-                for future in sorted(done, key=running.get):
+                errors += [f.exception() for f in ordered if f.exception() is not None]
+                for future in ordered:
                     k = running.pop(future)
                     if future.exception() is not None:
                         continue
-                    rows = future.result()
-                    nxt = None if error else next(rest, None)
+                    nxt = None if errors else next(rest, None)
                     if nxt is not None:
                         running[pool.submit(on_half, nxt)] = nxt
-                    finish(k, rows)
+                    try:
+                        finish(k, future.result())
+                    except BaseException as exc:  # as a unit's error (an interrupt included)
+                        errors.append(exc)
         finally:
             for future in running:
                 future.cancel()
-        if error is not None:
-            raise error
+        if errors:
+            for later in errors[1:]:
+                if not isinstance(later, KeyboardInterrupt) and hasattr(errors[0], "add_note"):  # Python >= 3.11
+                    errors[0].add_note(f"(another unit also failed: {later!r})")
+            raise errors[0]
 
 
 def run_dask(work: Work, todo: list[int], finish: Finish, scheduler: str | None = None,
