@@ -179,3 +179,37 @@ def test_short_row_percentiles_are_the_radix_selections_bit_for_bit(k, seed, sha
     assert np.array_equal(task_statistics(x, k, levels)[4][0].view(np.uint64), want.view(np.uint64))
     row[rng.integers(k)] = np.nan
     assert not _percentiles_short(row, levels, got, np.empty(k, np.uint32), np.zeros((4, 2048), np.int32))
+
+
+def _nested(rng, k):
+    # a few far values, a cluster, and a tighter cluster inside it: a
+    # first-level bucket large enough for a second level, and one there
+    # large enough for the general selection
+    row = 0.5 + (rng.random(k) - 0.5) * 2e-3
+    row[: k // 2] = 0.5 + (rng.random(k // 2) - 0.5) * 2e-7
+    row[:3] = (0.0, 1e30, 3e-30)
+    return rng.permutation(row)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(257, 12000), st.integers(0, 2**32 - 1),
+       st.sampled_from(sorted(set(_ROWS) | {"nested"})), st.lists(st.floats(0, 1), min_size=1, max_size=10))
+def test_non_negative_selection_is_the_radix_selection_bit_for_bit(k, seed, shape, fractions):
+    """The selection for rows without NaN or negative values (its buckets
+    over the keys' own range, sorted small buckets, a second level, then the
+    general selection) finds the very bits of the general one, for any
+    ascending ranks, repeated ones included — but for zero, which it finds
+    as 0.0 whatever its sign (the general one may return -0.0)."""
+    from colosim.kernels._sort import nonneg_work, order_statistics_float32, order_statistics_nonneg, select_work
+
+    rng = np.random.default_rng(seed)
+    row = (np.ascontiguousarray(_nested(rng, k), dtype=np.float32) if shape == "nested"
+           else _float32_row(rng, shape, k))
+    ranks = np.sort(np.array([min(k - 1, int(f * k)) for f in fractions], dtype=np.int64))
+    want = np.empty(ranks.size, np.float32)
+    order_statistics_float32(row, ranks, want, select_work(k))
+    keys = row.view(np.uint32) & np.uint32(0x7FFFFFFF)
+    got = np.empty(ranks.size, np.float32)
+    order_statistics_nonneg(row, ranks, got, keys.min(), keys.max(), nonneg_work(k))
+    assert not np.signbit(got).any()
+    assert np.array_equal(got.view(np.uint32), (want + np.float32(0.0)).view(np.uint32))

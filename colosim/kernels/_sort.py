@@ -1,5 +1,6 @@
 """One least-significant-digit radix sort of float64 values, and the order
-statistics of float32 values by radix selection.
+statistics of float32 values by radix selection (any values, and a faster
+one for rows known to hold no NaN and no negative value).
 
 Floats map to unsigned keys of their width whose order is the numeric order
 (negative: all bits flipped; otherwise the sign bit set). float64 keys are
@@ -272,3 +273,173 @@ def select_work(n):
     return (np.empty(n, dtype=np.uint32), np.empty(n + 1, dtype=np.uint32), np.empty((4, 2048), dtype=np.int32),
             np.empty(2048, dtype=np.int64), np.empty(1024, dtype=np.int64), np.empty(2049, dtype=np.int64),
             np.empty(2048, dtype=np.int64), np.empty(2048, dtype=np.int64), np.empty(2048, dtype=np.int64))
+
+
+#: buckets of one level of :func:`order_statistics_nonneg`, and the largest
+#: bucket it sorts instead of counting again
+_NONNEG_BUCKETS = 1024
+_NONNEG_SORTED = 128
+
+
+@jit
+def _range_counts(bits, n, base, shift, counts):
+    """Counts of ``((bits & 0x7FFFFFFF) - base) >> shift`` over ``bits[:n]``
+    added into the four rows of ``counts``, consecutive values into
+    different rows."""
+    c0, c1, c2, c3 = counts[0], counts[1], counts[2], counts[3]
+    m = np.uint32(0x7FFFFFFF)
+    i = 0
+    while i + 4 <= n:
+        c0[((bits[i] & m) - base) >> shift] += 1
+        c1[((bits[i + 1] & m) - base) >> shift] += 1
+        c2[((bits[i + 2] & m) - base) >> shift] += 1
+        c3[((bits[i + 3] & m) - base) >> shift] += 1
+        i += 4
+    while i < n:
+        c0[((bits[i] & m) - base) >> shift] += 1
+        i += 1
+
+
+@jit
+def _nonneg_level(bits, n, ranks, kmin, kmax, counts, cum, slot, fill, sub):
+    """One level of :func:`order_statistics_nonneg` over the keys ``bits[:n]``
+    (each in ``[kmin, kmax]``, kmin < kmax): their histogram in at most
+    :data:`_NONNEG_BUCKETS` buckets of equal width spanning that range, into
+    ``cum`` (keys below each bucket), and the keys of the buckets holding a
+    wanted rank gathered into consecutive room of ``sub`` (bucket d's from
+    ``slot[d]``; -1 for the others)."""
+    span = kmax - kmin
+    shift = np.uint32(0)
+    while (span >> shift) >= np.uint32(_NONNEG_BUCKETS):
+        shift += np.uint32(1)
+    nb = int(span >> shift) + 1
+    counts[:, :nb] = 0
+    _range_counts(bits, n, kmin, shift, counts)
+    cum[0] = 0
+    for d in range(nb):
+        cum[d + 1] = cum[d] + counts[0, d] + counts[1, d] + counts[2, d] + counts[3, d]
+        slot[d] = -1
+    size = 0
+    wanted = 0
+    first = 0
+    d = 0
+    for r in range(ranks.shape[0]):
+        while cum[d + 1] <= ranks[r]:
+            d += 1
+        if slot[d] < 0:
+            slot[d] = size
+            fill[d] = size
+            size += cum[d + 1] - cum[d]
+            if wanted == 0:
+                first = d
+            wanted += 1
+    m = np.uint32(0x7FFFFFFF)
+    if wanted == 1:
+        # one bucket: its keys are rare, so a branch that is seldom taken
+        lo = kmin + (np.uint32(first) << shift)
+        width = (np.uint32(1) << shift) - np.uint32(1)
+        pos = 0
+        for i in range(n):
+            u = bits[i] & m
+            if u - lo <= width:
+                sub[pos] = u
+                pos += 1
+    else:
+        for i in range(n):
+            u = bits[i] & m
+            d = (u - kmin) >> shift
+            if slot[d] >= 0:
+                sub[fill[d]] = u
+                fill[d] += 1
+
+
+@jit(inline="always")
+def _nonneg_bucket(ranks, r, d, cum, slot):
+    """The bucket holding ``ranks[r]`` at a level (searched from bucket d
+    on): its keys' room ``sub[lo:hi]``, the keys below it, the end ``r2`` of
+    the ranks it holds, and its number."""
+    while cum[d + 1] <= ranks[r]:
+        d += 1
+    lo = slot[d]
+    hi = lo + cum[d + 1] - cum[d]
+    r2 = r
+    while r2 < ranks.shape[0] and ranks[r2] < cum[d + 1]:
+        r2 += 1
+    return lo, hi, cum[d], r2, d
+
+
+@jit(inline="always")
+def _nonneg_direct(seg, ranks, r, r2, below, ob):
+    """A bucket's wanted keys when it holds one key or few (sorted); False,
+    and nothing written, when it needs more."""
+    a = seg.min()
+    if a == seg.max():
+        for q in range(r, r2):
+            ob[q] = a
+        return True
+    if seg.shape[0] <= _NONNEG_SORTED:
+        seg.sort()
+        for q in range(r, r2):
+            ob[q] = seg[ranks[q] - below]
+        return True
+    return False
+
+
+@jit
+def _nonneg_second(seg, ranks, ob, out, level, fallback):
+    """The wanted ranks of a large first-level bucket ``seg`` (keys), by a
+    second level over its own range; its large buckets by
+    :func:`order_statistics_float32`."""
+    counts, cum, slot, fill, sub = level
+    _nonneg_level(seg, seg.shape[0], ranks, seg.min(), seg.max(), counts, cum, slot, fill, sub)
+    r = d = 0
+    while r < ranks.shape[0]:
+        lo, hi, below, r2, d = _nonneg_bucket(ranks, r, d, cum, slot)
+        part = sub[lo:hi]
+        if not _nonneg_direct(part, ranks, r, r2, below, ob):
+            order_statistics_float32(part.view(np.float32), ranks[r:r2] - below, out[r:r2], fallback)
+        r = r2
+
+
+@jit
+def order_statistics_nonneg(values, ranks, out, kmin, kmax, work):
+    """What :func:`order_statistics_float32` gives, bit for bit, for float32
+    ``values`` with no NaN and no negative value, but that -0.0 is found as
+    0.0 (that one may find -0.0, which its keys put just below 0.0):
+    ``kmin`` and ``kmax`` are the smallest and largest of their bits with
+    the sign cleared (the keys; their order is the values' order). A level
+    counts the keys in up to 1,024 buckets of equal width over the keys'
+    own range (not fixed digits: a row's values span few binades) and
+    gathers the keys of the buckets holding a wanted rank; a bucket of one
+    key gives it, a small one is sorted, a larger one gets a second level,
+    and a still larger one the general selection. ``work`` from
+    :func:`nonneg_work`."""
+    level, deeper, fallback = work
+    ob = out.view(np.uint32)
+    if kmax == kmin:
+        for r in range(ranks.shape[0]):
+            ob[r] = kmin
+        return
+    counts, cum, slot, fill, sub = level
+    _nonneg_level(values.view(np.uint32), values.shape[0], ranks, kmin, kmax, counts, cum, slot, fill, sub)
+    r = d = 0
+    while r < ranks.shape[0]:
+        lo, hi, below, r2, d = _nonneg_bucket(ranks, r, d, cum, slot)
+        seg = sub[lo:hi]
+        if not _nonneg_direct(seg, ranks, r, r2, below, ob):
+            _nonneg_second(seg, ranks[r:r2] - below, ob[r:r2], out[r:r2], deeper, fallback)
+        r = r2
+
+
+@jit
+def _nonneg_level_work(n):
+    return (np.empty((4, _NONNEG_BUCKETS), dtype=np.int32), np.empty(_NONNEG_BUCKETS + 1, dtype=np.int64),
+            np.empty(_NONNEG_BUCKETS, dtype=np.int64), np.empty(_NONNEG_BUCKETS, dtype=np.int64),
+            np.empty(n, dtype=np.uint32))
+
+
+@jit
+def nonneg_work(n):
+    """Scratch arrays for :func:`order_statistics_nonneg` on values of up to
+    ``n`` entries (the general selection's among them)."""
+    return _nonneg_level_work(n), _nonneg_level_work(n), select_work(n)

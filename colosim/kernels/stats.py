@@ -12,7 +12,15 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, pjit
-from ._sort import _float_bits, _keys32, order_statistics_float32, select, select_work
+from ._sort import (
+    _float_bits,
+    _keys32,
+    nonneg_work,
+    order_statistics_float32,
+    order_statistics_nonneg,
+    select,
+    select_work,
+)
 
 __all__ = ["task_statistics", "row_means", "row_maxima", "log_mgf"]
 
@@ -29,6 +37,8 @@ LANES = 64
 #: times that of sorting a short row (low clairvoyance levels observe 10 or
 #: 100 columns)
 SORT_MAX = 256
+#: the bits of a float32 but its sign
+MAGNITUDE = np.uint32(0x7FFFFFFF)
 
 #: rows per task of the parallel loops (each task allocates its lanes once)
 ROWS = 16
@@ -129,6 +139,8 @@ def task_statistics(x, k, levels):
         lo = np.empty(LANES, dtype=x.dtype)
         work = select_work(k if n_levels > 0 else 0)
         short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.uint32)
+        nonneg = nonneg_work(k if n_levels > 0 and k > SORT_MAX and x.itemsize == 4 else 0)
+        ends = np.empty(2, dtype=np.float32)
         for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
             row = x[i][:k]
             m = _lane_sum(row, acc) / k
@@ -136,8 +148,14 @@ def task_statistics(x, k, levels):
             var[i] = _lane_squares(row, m, acc) / k
             maximum[i], minimum[i] = _extremes(row, hi, lo)
             if n_levels > 0:
-                if row.itemsize == 4:  # float32: short rows' keys sorted, else radix selection on the bit patterns
-                    if k > SORT_MAX or not _percentiles_short(row, levels, perc[i], short, work[2]):
+                # float32: rows without NaN or negatives by the range-adapted selection, other long rows by
+                # radix selection on the bit patterns, short rows by sorting those keys
+                if row.itemsize == 4:
+                    if k > SORT_MAX and m == m and minimum[i] >= 0:  # no NaN, no negative value
+                        ends[0], ends[1] = minimum[i], maximum[i]
+                        keys = ends.view(np.uint32)
+                        _percentiles_nonneg(row, levels, perc[i], keys[0] & MAGNITUDE, keys[1] & MAGNITUDE, nonneg)
+                    elif k > SORT_MAX or not _percentiles_short(row, levels, perc[i], short, work[2]):
                         _percentiles_sorted(row, levels, perc[i], work)
                 else:
                     _percentiles_selected(row.astype(np.float64), levels, perc[i])
@@ -261,12 +279,9 @@ def _percentiles_short(row, levels, out, keys, counts):
 
 
 @jit
-def _percentiles_sorted(row, levels, out, work):
-    """Percentiles of float32 values by NumPy's linear method on the order
-    statistics it needs, found by radix selection
-    (:func:`order_statistics_float32`): float32 to float64 is exact and
-    monotone, so they are those NumPy finds on the float64 values."""
-    k = row.shape[0]
+def _percentile_ranks(k, levels):
+    """The order statistics NumPy's linear method needs at ``levels`` of k
+    values (floor(index) and the next), ascending, and where each goes."""
     L = levels.shape[0]
     ranks = np.empty(2 * L, dtype=np.int64)
     for p in range(L):
@@ -274,8 +289,14 @@ def _percentiles_sorted(row, levels, out, work):
         ranks[2 * p] = lo
         ranks[2 * p + 1] = min(lo + 1, k - 1)
     order = np.argsort(ranks)
-    found = np.empty(2 * L, dtype=np.float32)
-    order_statistics_float32(row, ranks[order], found, work)
+    return ranks[order], order
+
+
+@jit
+def _lerp_found(found, order, k, levels, out):
+    """The percentiles from the order statistics ``found`` (in the order of
+    :func:`_percentile_ranks`)."""
+    L = levels.shape[0]
     value = np.empty(2 * L, dtype=np.float32)
     for r in range(2 * L):
         value[order[r]] = found[r]
@@ -283,3 +304,29 @@ def _percentiles_sorted(row, levels, out, work):
         index = (k - 1) * (levels[p] / 100.0)
         lo = int(math.floor(index))
         out[p] = _lerp(np.float64(value[2 * p]), np.float64(value[2 * p + 1]), index - lo)
+
+
+@jit
+def _percentiles_sorted(row, levels, out, work):
+    """Percentiles of float32 values by NumPy's linear method on the order
+    statistics it needs, found by radix selection
+    (:func:`order_statistics_float32`): float32 to float64 is exact and
+    monotone, so they are those NumPy finds on the float64 values."""
+    k = row.shape[0]
+    ranks, order = _percentile_ranks(k, levels)
+    found = np.empty(ranks.shape[0], dtype=np.float32)
+    order_statistics_float32(row, ranks, found, work)
+    _lerp_found(found, order, k, levels, out)
+
+
+@jit
+def _percentiles_nonneg(row, levels, out, kmin, kmax, work):
+    """:func:`_percentiles_sorted` for a row with no NaN and no negative
+    value, whose smallest and largest keys are ``kmin`` and ``kmax``
+    (:func:`order_statistics_nonneg`: the same order statistics, bit for
+    bit)."""
+    k = row.shape[0]
+    ranks, order = _percentile_ranks(k, levels)
+    found = np.empty(ranks.shape[0], dtype=np.float32)
+    order_statistics_nonneg(row, ranks, found, kmin, kmax, work)
+    _lerp_found(found, order, k, levels, out)
