@@ -679,20 +679,14 @@ def _column_squares(hits, bin_triple, n_bins, counts):
                         seen[p] = True
                         touched[n_touched] = p
                         n_touched += 1
-                    carry = w0
-                    k = 0
-                    while carry:
-                        up = planes[p, k, 0] & carry
-                        planes[p, k, 0] ^= carry
-                        carry = up
-                        k += 1
-                    carry = w1
-                    k = 0
-                    while carry:
-                        up = planes[p, k, 1] & carry
-                        planes[p, k, 1] ^= carry
-                        carry = up
-                        k += 1
+                    for i in range(2):  # each word added by ripple carry
+                        carry = hits[tile, q, i]
+                        k = 0
+                        while carry:
+                            up = planes[p, k, i] & carry
+                            planes[p, k, i] ^= carry
+                            carry = up
+                            k += 1
             for s in range(n_touched):
                 p = touched[s]
                 total = np.int64(0)
