@@ -300,25 +300,79 @@ def _range_counts(bits, n, base, shift, counts):
         i += 1
 
 
+#: a bucket holding at most this share of a level's keys is gathered by a
+#: branch, seldom taken; a larger one is first tried as a tie (one key
+#: repeated)
+_NONNEG_FEW = 16
+
+
+@jit
+def _gather_bucket(bits, n, lo, width, c, sub):
+    """The ``c`` keys of ``bits[:n]`` (sign cleared) in ``[lo, lo + width]``
+    into ``sub[:c]``, in their order. A bucket of one key (one key wide,
+    or a tie, common in usage rows, found by a count of its first key, which
+    vectorizes) is filled, not gathered."""
+    m = np.uint32(0x7FFFFFFF)
+    if width == 0:
+        sub[:c] = lo
+        return
+    pos = 0
+    if c * _NONNEG_FEW <= n:
+        # few keys: a branch seldom taken
+        for i in range(n):
+            u = bits[i] & m
+            if u - lo <= width:
+                sub[pos] = u
+                pos += 1
+        return
+    # many keys: perhaps a tie
+    i = 0
+    while (bits[i] & m) - lo > width:
+        i += 1
+    v = bits[i] & m
+    same = 0
+    for j in range(i, n):
+        same += np.int32((bits[j] & m) == v)
+    if same == c:
+        sub[:c] = v
+        return
+    # every key is written and the room advances past the bucket's own: no branch, which a bucket holding an
+    # unpredictable share of the keys (tie-heavy rows) would mispredict
+    for j in range(i, n):
+        u = bits[j] & m
+        sub[pos] = u
+        pos += np.int64(u - lo <= width)
+
+
 @jit
 def _nonneg_level(bits, n, ranks, kmin, kmax, counts, cum, slot, fill, sub):
     """One level of :func:`order_statistics_nonneg` over the keys ``bits[:n]``
     (each in ``[kmin, kmax]``, kmin < kmax): their histogram in at most
-    :data:`_NONNEG_BUCKETS` buckets of equal width spanning that range, into
+    :data:`_NONNEG_BUCKETS` buckets of equal width spanning that range (fewer
+    for fewer keys), into
     ``cum`` (keys below each bucket), and the keys of the buckets holding a
     wanted rank gathered into consecutive room of ``sub`` (bucket d's from
-    ``slot[d]``; -1 for the others)."""
+    ``slot[d]``; -1 for the others; one wanted bucket by
+    :func:`_gather_bucket`)."""
     span = kmax - kmin
+    # fewer buckets for fewer keys (about four keys a bucket, at least 16): clearing and adding up the counts
+    # costs per bucket
+    most = _NONNEG_BUCKETS
+    while most > 16 and most * 4 > n:
+        most //= 2
     shift = np.uint32(0)
-    while (span >> shift) >= np.uint32(_NONNEG_BUCKETS):
+    while (span >> shift) >= np.uint32(most):
         shift += np.uint32(1)
     nb = int(span >> shift) + 1
     counts[:, :nb] = 0
     _range_counts(bits, n, kmin, shift, counts)
+    c0, c1, c2, c3 = counts[0], counts[1], counts[2], counts[3]
+    for d in range(nb):  # vectorizes
+        c0[d] += c1[d] + c2[d] + c3[d]
     cum[0] = 0
     for d in range(nb):
-        cum[d + 1] = cum[d] + counts[0, d] + counts[1, d] + counts[2, d] + counts[3, d]
-        slot[d] = -1
+        cum[d + 1] = cum[d] + c0[d]
+    slot[:nb] = -1
     size = 0
     wanted = 0
     first = 0
@@ -335,15 +389,8 @@ def _nonneg_level(bits, n, ranks, kmin, kmax, counts, cum, slot, fill, sub):
             wanted += 1
     m = np.uint32(0x7FFFFFFF)
     if wanted == 1:
-        # one bucket: its keys are rare, so a branch that is seldom taken
         lo = kmin + (np.uint32(first) << shift)
-        width = (np.uint32(1) << shift) - np.uint32(1)
-        pos = 0
-        for i in range(n):
-            u = bits[i] & m
-            if u - lo <= width:
-                sub[pos] = u
-                pos += 1
+        _gather_bucket(bits, n, lo, (np.uint32(1) << shift) - np.uint32(1), cum[first + 1] - cum[first], sub)
     else:
         for i in range(n):
             u = bits[i] & m
