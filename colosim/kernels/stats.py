@@ -141,6 +141,9 @@ def task_statistics(x, k, levels):
         short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.uint32)
         nonneg = nonneg_work(k if n_levels > 0 and k > SORT_MAX and x.itemsize == 4 else 0)
         ends = np.empty(2, dtype=np.float32)
+        ranks, order = _percentile_ranks(k, levels)  # the same for every row
+        found = np.empty(ranks.shape[0], dtype=np.float32)
+        value = np.empty(ranks.shape[0], dtype=np.float32)
         for i in range(blk * ROWS, min(blk * ROWS + ROWS, n)):
             row = x[i][:k]
             m = _lane_sum(row, acc) / k
@@ -154,7 +157,8 @@ def task_statistics(x, k, levels):
                     if k > SORT_MAX and m == m and minimum[i] >= 0:  # no NaN, no negative value
                         ends[0], ends[1] = minimum[i], maximum[i]
                         keys = ends.view(np.uint32)
-                        _percentiles_nonneg(row, levels, perc[i], keys[0] & MAGNITUDE, keys[1] & MAGNITUDE, nonneg)
+                        _nonneg_at(row, levels, perc[i], keys[0] & MAGNITUDE, keys[1] & MAGNITUDE, nonneg, ranks,
+                                   order, found, value)
                     elif k > SORT_MAX or not _percentiles_short(row, levels, perc[i], short, work[2]):
                         _percentiles_sorted(row, levels, perc[i], work)
                 else:
@@ -293,11 +297,10 @@ def _percentile_ranks(k, levels):
 
 
 @jit
-def _lerp_found(found, order, k, levels, out):
+def _lerp_found(found, order, k, levels, out, value):
     """The percentiles from the order statistics ``found`` (in the order of
-    :func:`_percentile_ranks`)."""
+    :func:`_percentile_ranks`; ``value`` scratch of their size)."""
     L = levels.shape[0]
-    value = np.empty(2 * L, dtype=np.float32)
     for r in range(2 * L):
         value[order[r]] = found[r]
     for p in range(L):
@@ -316,7 +319,7 @@ def _percentiles_sorted(row, levels, out, work):
     ranks, order = _percentile_ranks(k, levels)
     found = np.empty(ranks.shape[0], dtype=np.float32)
     order_statistics_float32(row, ranks, found, work)
-    _lerp_found(found, order, k, levels, out)
+    _lerp_found(found, order, k, levels, out, np.empty_like(found))
 
 
 @jit
@@ -328,5 +331,13 @@ def _percentiles_nonneg(row, levels, out, kmin, kmax, work):
     k = row.shape[0]
     ranks, order = _percentile_ranks(k, levels)
     found = np.empty(ranks.shape[0], dtype=np.float32)
+    _nonneg_at(row, levels, out, kmin, kmax, work, ranks, order, found, np.empty_like(found))
+
+
+@jit
+def _nonneg_at(row, levels, out, kmin, kmax, work, ranks, order, found, value):
+    """:func:`_percentiles_nonneg` given the row's ranks and order
+    (:func:`_percentile_ranks`, the same for every row of a length) and
+    scratch ``found`` and ``value`` of their size."""
     order_statistics_nonneg(row, ranks, found, kmin, kmax, work)
-    _lerp_found(found, order, k, levels, out)
+    _lerp_found(found, order, row.shape[0], levels, out, value)
