@@ -57,8 +57,8 @@ def _prune(folder: Path, keep: str) -> None:
 
 
 def cache_dir() -> str | None:
-    """The folder of the compiled kernels, ``numba-DIGEST``: under
-    ``NUMBA_CACHE_DIR`` where the user set one, else in the package's
+    """The folder of the compiled kernels, ``numba-DIGEST``: in
+    ``$NUMBA_CACHE_DIR/colosim`` where the user set one, else in the package's
     ``__pycache__``, else in colosim's cache (``COLOSIM_CACHE`` or
     ``~/.cache/colosim``): the first that can be written (None where none
     can: Numba's own choice, as for any cached function). Each run marks
@@ -94,6 +94,8 @@ def _njit(args, options):
         _CACHE_DIR = cache_dir() or ""
     if not args:
         return lambda f: _njit((f,), options)
+    if not callable(args[0]) or len(args) > 1:
+        raise TypeError("colosim's jit takes options by keyword (a signature would be compiled outside its cache)")
     if not _CACHE_DIR:
         return numba.njit(*args, **options)
     saved = numba.config.CACHE_DIR

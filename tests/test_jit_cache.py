@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numba
+import pytest
 
 import colosim
 from colosim import _jit
@@ -76,7 +77,24 @@ def test_only_folders_of_other_contents_unused_for_a_day_are_removed(tmp_path, m
     assert recent.is_dir() and other.is_dir() and current.is_dir()
 
 
+def test_decorating_restores_numba_cache_dir_and_caches_in_the_digest_folder(monkeypatch):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "a user's choice")
+    f = _jit.jit(lambda a: a + 1)  # decorated, not compiled
+    assert numba.config.CACHE_DIR == "a user's choice"
+    assert Path(f.stats.cache_path).resolve().is_relative_to(Path(_jit._CACHE_DIR).resolve())
+    g = _jit.pjit(inline="never")(lambda a: a)
+    assert numba.config.CACHE_DIR == "a user's choice"
+    assert Path(g.stats.cache_path).resolve().is_relative_to(Path(_jit._CACHE_DIR).resolve())
+
+
+def test_a_signature_is_refused():
+    with pytest.raises(TypeError, match="by keyword"):
+        _jit.jit("int64(int64)")
+
+
 def test_no_writable_folder_leaves_numba_its_own_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLOSIM_CACHE", str(tmp_path / "colosim-cache"))
+
     def refuse(*args, **kwargs):
         raise PermissionError("read-only")
 

@@ -5,7 +5,7 @@ and any column range."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from colosim.io._checks import usage_problem
@@ -127,7 +127,15 @@ _ROWS = {"gamma": lambda rng, k: rng.gamma(0.6, 0.05, k),
          "ascending": lambda rng, k: np.sort(rng.random(k)),
          "descending": lambda rng, k: np.sort(rng.random(k))[::-1],
          "few": lambda rng, k: rng.choice(rng.random(5), k),
-         "huge": lambda rng, k: np.where(rng.random(k) < 0.01, np.inf, rng.random(k))}
+         "huge": lambda rng, k: np.where(rng.random(k) < 0.01, np.inf, rng.random(k)),
+         # far outliers around a narrow cluster: a first-level bucket of several keys gathered without a branch,
+         # then second-level buckets one key wide
+         "narrow-outliers": lambda rng, k: rng.permutation(np.concatenate(
+             [(0.0, 1e30, 3e-30), 0.5 + rng.random(max(k - 3, 0)) * 1e-6]))[:k],
+         # two keys two ulps apart and a far one: a first-level tie or a bucket of both, then one key wide
+         "close-ties": lambda rng, k: rng.choice(
+             np.array([0.25, np.nextafter(np.nextafter(np.float32(0.25), 1, dtype=np.float32), 1,
+                                          dtype=np.float32), 0.75], dtype=np.float32), k)}
 
 
 def _float32_row(rng, shape: str, k: int) -> np.ndarray:
@@ -194,6 +202,10 @@ def _nested(rng, k):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(257, 12000), st.integers(0, 2**32 - 1),
        st.sampled_from(sorted(set(_ROWS) | {"nested"})), st.lists(st.floats(0, 1), min_size=1, max_size=10))
+@example(3000, 1, "nested", [0.1, 0.3, 0.5, 0.9])  # a second-level bucket for the general selection
+@example(9000, 2, "few", [0.2, 0.5, 0.99])  # ties
+@example(5000, 3, "narrow-outliers", [0.5, 0.51])
+@example(5000, 4, "close-ties", [0.1, 0.5, 0.9])
 def test_non_negative_selection_is_the_radix_selection_bit_for_bit(k, seed, shape, fractions):
     """The selection for rows without NaN or negative values (its buckets
     over the keys' own range, sorted small buckets, a second level, then the

@@ -337,7 +337,9 @@ def _gather_bucket(bits, n, lo, width, c, sub):
         sub[:c] = v
         return
     # every key is written and the room advances past the bucket's own: no branch, which a bucket holding an
-    # unpredictable share of the keys (tie-heavy rows) would mispredict
+    # unpredictable share of the keys (tie-heavy rows) would mispredict. sub[c] may be written too (a key after
+    # the bucket's last): sub has room for n keys and c < n (the smallest and largest keys are in different
+    # buckets), and only sub[:c] is read
     for j in range(i, n):
         u = bits[j] & m
         sub[pos] = u
