@@ -150,6 +150,29 @@ def _keys32(values, keys, counts):
         i += 1
 
 
+@jit(inline="always")
+def _wanted_room(ranks, cum, slot):
+    """Consecutive room for the keys of the digits (buckets) holding a
+    wanted rank: ``slot[d]`` (-1 for every digit beforehand) becomes where
+    digit d's keys start, for those digits, given ``cum[d]``, the keys
+    below digit d. Returns the room's size, the number of such digits and
+    the first of them."""
+    size = 0
+    wanted = 0
+    first = 0
+    d = 0
+    for r in range(ranks.shape[0]):
+        while cum[d + 1] <= ranks[r]:
+            d += 1
+        if slot[d] < 0:
+            slot[d] = size
+            size += cum[d + 1] - cum[d]
+            if wanted == 0:
+                first = d
+            wanted += 1
+    return size, wanted, first
+
+
 @jit
 def order_statistics_float32(values, ranks, out, work):
     """``out[r]`` = the ``ranks[r]``-th smallest of the float32 ``values``
@@ -175,16 +198,7 @@ def order_statistics_float32(values, ranks, out, work):
     # the top digits holding a wanted rank get consecutive room in ``sub``
     for d in range(2048):
         at[d] = -1
-    size = 0
-    wanted = 0
-    d = 0
-    for r in range(ranks.shape[0]):
-        while before[d + 1] <= ranks[r]:
-            d += 1
-        if at[d] < 0:
-            at[d] = size
-            size += before[d + 1] - before[d]
-            wanted += 1
+    size, wanted, _ = _wanted_room(ranks, before, at)
     if wanted <= 3:
         # a pass per wanted digit, its write position kept in a register
         for d in range(2048):
@@ -375,25 +389,13 @@ def _nonneg_level(bits, n, ranks, kmin, kmax, counts, cum, slot, fill, sub):
     for d in range(nb):
         cum[d + 1] = cum[d] + c0[d]
     slot[:nb] = -1
-    size = 0
-    wanted = 0
-    first = 0
-    d = 0
-    for r in range(ranks.shape[0]):
-        while cum[d + 1] <= ranks[r]:
-            d += 1
-        if slot[d] < 0:
-            slot[d] = size
-            fill[d] = size
-            size += cum[d + 1] - cum[d]
-            if wanted == 0:
-                first = d
-            wanted += 1
+    _, wanted, first = _wanted_room(ranks, cum, slot)
     m = np.uint32(0x7FFFFFFF)
     if wanted == 1:
         lo = kmin + (np.uint32(first) << shift)
         _gather_bucket(bits, n, lo, (np.uint32(1) << shift) - np.uint32(1), cum[first + 1] - cum[first], sub)
     else:
+        fill[:nb] = slot[:nb]
         for i in range(n):
             u = bits[i] & m
             d = (u - kmin) >> shift

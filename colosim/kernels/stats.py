@@ -157,8 +157,8 @@ def task_statistics(x, k, levels):
                     if k > SORT_MAX and m == m and minimum[i] >= 0:  # no NaN, no negative value
                         ends[0], ends[1] = minimum[i], maximum[i]
                         keys = ends.view(np.uint32)
-                        _nonneg_at(row, levels, perc[i], keys[0] & MAGNITUDE, keys[1] & MAGNITUDE, nonneg, ranks,
-                                   order, found, value)
+                        _percentiles_nonneg(row, levels, perc[i], keys[0] & MAGNITUDE, keys[1] & MAGNITUDE, nonneg,
+                                            ranks, order, found, value)
                     elif k > SORT_MAX or not _percentiles_short(row, levels, perc[i], short, work[2]):
                         _percentiles_sorted(row, levels, perc[i], work)
                 else:
@@ -323,21 +323,12 @@ def _percentiles_sorted(row, levels, out, work):
 
 
 @jit
-def _percentiles_nonneg(row, levels, out, kmin, kmax, work):
+def _percentiles_nonneg(row, levels, out, kmin, kmax, work, ranks, order, found, value):
     """:func:`_percentiles_sorted` for a row with no NaN and no negative
     value, whose smallest and largest keys are ``kmin`` and ``kmax``
     (:func:`order_statistics_nonneg`: the same order statistics, bit for
-    bit)."""
-    k = row.shape[0]
-    ranks, order = _percentile_ranks(k, levels)
-    found = np.empty(ranks.shape[0], dtype=np.float32)
-    _nonneg_at(row, levels, out, kmin, kmax, work, ranks, order, found, np.empty_like(found))
-
-
-@jit
-def _nonneg_at(row, levels, out, kmin, kmax, work, ranks, order, found, value):
-    """:func:`_percentiles_nonneg` given the row's ranks and order
-    (:func:`_percentile_ranks`, the same for every row of a length) and
-    scratch ``found`` and ``value`` of their size."""
+    bit), given the row's ranks and order (:func:`_percentile_ranks`, the
+    same for every row of a length) and scratch ``found`` and ``value`` of
+    their size."""
     order_statistics_nonneg(row, ranks, found, kmin, kmax, work)
     _lerp_found(found, order, row.shape[0], levels, out, value)
