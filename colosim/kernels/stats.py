@@ -88,28 +88,25 @@ def _lane_squares(row, m, acc):
 
 
 @jit
-def _extremes(row, hi, lo):
-    """Largest and smallest value of ``row`` (lanes ``hi``, ``lo`` scratch of
-    its dtype; exact in any order)."""
+def _extremes(row):
+    """Largest and smallest value of ``row`` (exact in any order), in eight
+    lanes held in locals: lanes in an array compile to masked stores of the
+    lanes that change (vmaskmovps), microcoded and slow on AVX2 processors."""
     k = row.shape[0]
-    kl = k // LANES * LANES
-    hi[:] = row[0]
-    lo[:] = row[0]
-    for t in range(0, kl, LANES):
-        seg = row[t : t + LANES]
-        for j in range(LANES):
-            v = seg[j]
-            hi[j] = v if v > hi[j] else hi[j]
-            lo[j] = v if v < lo[j] else lo[j]
-    a = hi[0]
-    b = lo[0]
-    for j in range(1, LANES):
-        a = hi[j] if hi[j] > a else a
-        b = lo[j] if lo[j] < b else b
+    kl = k // 8 * 8
+    h0 = h1 = h2 = h3 = h4 = h5 = h6 = h7 = row[0]
+    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = row[0]
+    for t in range(0, kl, 8):
+        # max(h, v) is v if v > h else h (Numba's max is that select)
+        h0, h1, h2, h3 = max(h0, row[t]), max(h1, row[t + 1]), max(h2, row[t + 2]), max(h3, row[t + 3])
+        h4, h5, h6, h7 = max(h4, row[t + 4]), max(h5, row[t + 5]), max(h6, row[t + 6]), max(h7, row[t + 7])
+        l0, l1, l2, l3 = min(l0, row[t]), min(l1, row[t + 1]), min(l2, row[t + 2]), min(l3, row[t + 3])
+        l4, l5, l6, l7 = min(l4, row[t + 4]), min(l5, row[t + 5]), min(l6, row[t + 6]), min(l7, row[t + 7])
+    a = max(max(max(h0, h1), max(h2, h3)), max(max(h4, h5), max(h6, h7)))
+    b = min(min(min(l0, l1), min(l2, l3)), min(min(l4, l5), min(l6, l7)))
     for t in range(kl, k):
-        v = row[t]
-        a = v if v > a else a
-        b = v if v < b else b
+        a = max(a, row[t])
+        b = min(b, row[t])
     return np.float64(a), np.float64(b)
 
 
@@ -135,8 +132,6 @@ def task_statistics(x, k, levels):
     perc = np.empty((n, n_levels))
     for blk in prange((n + ROWS - 1) // ROWS):
         acc = np.empty(LANES)
-        hi = np.empty(LANES, dtype=x.dtype)
-        lo = np.empty(LANES, dtype=x.dtype)
         work = select_work(k if n_levels > 0 else 0)
         short = np.empty(k if n_levels > 0 and k <= SORT_MAX else 0, dtype=np.uint32)
         nonneg = nonneg_work(k if n_levels > 0 and k > SORT_MAX and x.itemsize == 4 else 0)
@@ -149,7 +144,7 @@ def task_statistics(x, k, levels):
             m = _lane_sum(row, acc) / k
             mean[i] = m
             var[i] = _lane_squares(row, m, acc) / k
-            maximum[i], minimum[i] = _extremes(row, hi, lo)
+            maximum[i], minimum[i] = _extremes(row)
             if n_levels > 0:
                 # float32: rows without NaN or negatives by the range-adapted selection, other long rows by
                 # radix selection on the bit patterns, short rows by sorting those keys
