@@ -33,6 +33,8 @@ from .tiles import TILE
 __all__ = ["count_violations"]
 
 CHUNKS = 32
+#: eight bytes of 0 or 1 times this: byte i's bit on bit 56 + i
+_PACK = np.uint64(0x0102040810204080)
 #: groups of tiles _column_squares totals in parallel (each with its own
 #: per-column counts of every packing)
 SQUARES_GROUPS = 16
@@ -308,13 +310,14 @@ def _popcount(typingctx, word):
 
 
 @jit(inline="always")
-def _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, b, hits, slot, q):
+def _tally(sums, r, part, flags, flag8, lo, w, c, above, below, src, plane, col0, members, a, b, hits, slot, q):
     """Violations of capacity ``c`` on columns ``[lo, w)`` of a tile whose
     sums are ``sums[r]``, and their summed excess ``S - c``: sums at or above
     ``above`` violate; those in ``[below, above)`` are decided by their
     float64 sum in ascending position (column t of the tile is column
     ``col0 + t`` of ``src[plane]``). ``above``/``below`` have the sums'
-    type; ``part`` is (TILE,) float64 scratch. The violating columns are
+    type; ``part`` is (TILE,) float64 scratch, ``flags`` (TILE / 8,)
+    uint64 scratch and ``flag8`` its uint8 view. The violating columns are
     stored as bits of ``hits[slot, q, 0]`` (columns 0-63 of the tile) and
     ``hits[slot, q, 1]`` (64-127), once, when there is one (each triple's
     tile is tallied once; the words start zeroed). The halving below is
@@ -329,6 +332,8 @@ def _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, 
     the counters to int64 lanes). Only a tile with a violation makes a
     second pass for the excesses, added by pairwise halving (a fixed order
     whose steps vectorize too), and its bits; their popcount is the count.
+    (The bits were once or-ed in one column at a time, two scalar loops of
+    64 shifts: the bytes and their multiplication take a fraction of that.)
     """
     sure = False
     band = False
@@ -350,17 +355,22 @@ def _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, 
     w0 = np.uint64(0)
     w1 = np.uint64(0)
     if sure:
-        # the excesses added by pairwise halving: part[t] + part[t + 64],
-        # then halves of 32, 16 and 8, then the last eight in the same tree
+        # each column's excess into part (0 where none) and its violation
+        # as a byte of flag8, in one pass that vectorizes; then the excesses
+        # added by pairwise halving, part[t] + part[t + 64], then halves of
+        # 32, 16 and 8, then the last eight in the same tree. Each eight
+        # bytes of flag8 (0 or 1; ``flags`` is its uint64 view) become eight
+        # bits of the words by one multiplication: byte i lands on bit 56 + i
+        for t in range(TILE):
+            v = sums[r, t]
+            hit = (t >= lo) & (t < w) & (v >= above)
+            part[t] = (np.float64(v) - c) if hit else 0.0
+            flag8[t] = np.uint8(hit)
         for t in range(64):
-            v, u = sums[r, t], sums[r, t + 64]
-            low = (np.float64(v) - c) if (t >= lo) & (t < w) & (v >= above) else 0.0
-            high = (np.float64(u) - c) if (t + 64 >= lo) & (t + 64 < w) & (u >= above) else 0.0
-            part[t] = low + high
-        for s in range(64):
-            w0 |= np.uint64((s >= lo) & (s < w) & (sums[r, s] >= above)) << np.uint64(s)
-        for s in range(64):
-            w1 |= np.uint64((s + 64 >= lo) & (s + 64 < w) & (sums[r, s + 64] >= above)) << np.uint64(s)
+            part[t] += part[t + 64]
+        for j in range(8):
+            w0 |= ((flags[j] * _PACK) >> np.uint64(56)) << np.uint64(8 * j)
+            w1 |= ((flags[j + 8] * _PACK) >> np.uint64(56)) << np.uint64(8 * j)
         count = np.int64(_popcount(w0) + _popcount(w1))
         for t in range(32):
             part[t] += part[t + 32]
@@ -388,7 +398,7 @@ def _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, 
 
 
 @jit(inline="always")
-def _count_triples(sums, r, part, w, tile, src, plane, col0, members, a, b, triples, t0, t1, triple_start,
+def _count_triples(sums, r, part, flags, flag8, w, tile, src, plane, col0, members, a, b, triples, t0, t1, triple_start,
                    triple_cap, capacities, error_scale, counts, severity, hits, slot, by_slot):
     """Count the violations of the bin ``members[a:b]`` whose sums over the
     tile are ``sums[r]``, for each of its triples ``triples[t0:t1]``, and add
@@ -418,12 +428,12 @@ def _count_triples(sums, r, part, w, tile, src, plane, col0, members, a, b, trip
             # lanes; rounding them moves them by far less than the band
             tol = max(1e-5 * c, error_scale * c)
             above, below = np.float32(c + tol), np.float32(c - tol)
-            count, excess = _tally(sums, r, part, lo, w, c, above, below, src, plane, col0, members, a, b, hits,
-                                   slot, q)
+            count, excess = _tally(sums, r, part, flags, flag8, lo, w, c, above, below, src, plane, col0, members,
+                                   a, b, hits, slot, q)
         else:
             above = np.nextafter(c, np.inf)
-            count, excess = _tally(sums, r, part, lo, w, c, above, above, src, plane, col0, members, a, b, hits,
-                                   slot, q)
+            count, excess = _tally(sums, r, part, flags, flag8, lo, w, c, above, above, src, plane, col0, members,
+                                   a, b, hits, slot, q)
         if count:
             at = k - t0 if by_slot else q
             counts[at] += count
@@ -499,6 +509,8 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
         stack = np.zeros((deepest + 2, TILE), dtype=tiles.dtype)
         ACC = deepest + 1
         part = np.empty(TILE)
+        flags = np.empty(TILE // 8, dtype=np.uint64)
+        flag8 = flags.view(np.uint8)
         counts_here = chunk_counts[chunk]
         severity_here = chunk_severity[chunk]
         additions = 0
@@ -540,7 +552,7 @@ def _triple_violations(tiles, maxima, tile0, stop, members, ustart, triple_bin, 
                     r = ACC
                 # a float32 sum of m terms errs by at most m 2^-24 S in any
                 # order; twice that, to be safe
-                _count_triples(stack, r, part, w, tile, tiles, tt, 0, members, a, b, triples, tstart[u],
+                _count_triples(stack, r, part, flags, flag8, w, tile, tiles, tt, 0, members, a, b, triples, tstart[u],
                                tstart[u + 1], triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
                                counts_here, severity_here, hits, tt, False)
         chunk_additions[chunk] = additions
@@ -593,6 +605,8 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
         by_tile = acc.reshape((n_tiles - tile0, TILE))
         additions[u] = (b - a) * (stop - first)
         part = np.empty(TILE)
+        flags = np.empty(TILE // 8, dtype=np.uint64)
+        flag8 = flags.view(np.uint8)
         chunk_counts = np.zeros(t1 - t0, dtype=np.int64)
         chunk_severity = np.zeros(t1 - t0)
         for chunk in range(CHUNKS):
@@ -604,8 +618,8 @@ def _triple_violations_rows(x, maxima, tile0, stop, members, ustart, triple_bin,
                 w = min(TILE, stop - tile * TILE)
                 if needed_from >= tile * TILE + w:
                     continue
-                _count_triples(by_tile, tile - tile0, part, w, tile, planes, 0, tile * TILE, members, a, b,
-                               triples, t0, t1, triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
+                _count_triples(by_tile, tile - tile0, part, flags, flag8, w, tile, planes, 0, tile * TILE, members, a,
+                               b, triples, t0, t1, triple_start, triple_cap, capacities, 2.0 * (b - a + 1) * roundoff,
                                chunk_counts, chunk_severity, hits, tile - tile0, True)
             for k in range(t1 - t0):
                 q = triples[t0 + k]
